@@ -1,0 +1,111 @@
+# einsum-bench: one non-recursive Makefile.
+#
+#   make            build ./einsum-bench (installs missing packages as root)
+#   make run        build and run the default suite on instances/
+#   make test       build and run every test; last line "N passed, N failed"
+#   make bench      paired performance figures against raw references
+#   make memcheck   the test suite under valgrind memcheck
+#   make sanitize   the test suite built with -fsanitize=address,undefined
+#   V=1 shows commands; WERROR=1 adds -Werror; SANITIZE=address,undefined
+#   builds into build-san/.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+ifneq ($(SANITIZE),)
+BUILD := build-san
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+else
+BUILD := build
+SANFLAGS :=
+endif
+
+CC ?= cc
+# Recursive (=) so pkg-config runs after the deps step has installed things.
+PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson 2>/dev/null)
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wformat=2 -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+OPT ?= -O2 -g
+EB_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+EB_LDLIBS = $(SANFLAGS) $(PKG_LIBS) -lm -lpthread $(LDFLAGS)
+
+SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+OBJS := $(SRCS:src/%.c=$(BUILD)/%.o)
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+BIN := $(if $(SANITIZE),$(BUILD)/einsum-bench,einsum-bench)
+
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+
+.PHONY: all deps deps-python run test memcheck sanitize bench report clean
+
+all: $(BIN)
+
+deps:
+	$(Q)scripts/ensure-deps
+
+deps-python:
+	$(Q)scripts/ensure-deps --python
+
+$(BUILD)/%.o: src/%.c | deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(EB_CFLAGS) -MMD -MP -c $< -o $@
+
+# sysinfo records how it was built: compiler flags and git commit.
+$(BUILD)/sysinfo.o: EXTRA_DEFS = -DEB_BUILD_CFLAGS='"$(strip -std=c11 $(OPT) $(SANFLAGS) $(CFLAGS))"' \
+    -DEB_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/sysinfo.o: src/sysinfo.c $(BUILD)/.commit | deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(EB_CFLAGS) $(EXTRA_DEFS) -MMD -MP -c $< -o $@
+
+# Rebuild sysinfo.o when the commit changes.
+$(BUILD)/.commit: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+FORCE:
+
+$(BUILD)/libeb.a: $(OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/main.o $(BUILD)/libeb.a
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) -o $@ $^ $(EB_LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libeb.a | deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(EB_CFLAGS) -Isrc -MMD -MP -o $@ $< $(BUILD)/libeb.a $(EB_LDLIBS)
+
+run: $(BIN)
+	./$(BIN) run instances/
+
+test: $(BIN) $(TEST_BINS)
+	$(Q)EB_BUILD=$(BUILD) EB_BIN=./$(BIN) tests/run-all
+
+memcheck: $(BIN) $(TEST_BINS)
+	$(Q)EB_BUILD=$(BUILD) EB_BIN=./$(BIN) \
+	  EB_WRAP="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q" \
+	  tests/run-all
+
+sanitize:
+	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
+
+bench: $(BIN)
+	$(Q)scripts/bench
+
+clean:
+	rm -rf build build-san einsum-bench
+
+-include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)

@@ -1,0 +1,431 @@
+/* instance: format-string parsing, label table, shape and path validation. */
+#include "instance.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utf8.h"
+
+static char *dup_str(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Growable label table used while parsing. */
+typedef struct {
+    int count, cap;
+    uint32_t *cp;
+} label_table;
+
+static int label_lookup(label_table *t, uint32_t cp, int add)
+{
+    for (int i = 0; i < t->count; i++)
+        if (t->cp[i] == cp)
+            return i;
+    if (!add)
+        return -1;
+    if (t->count == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        uint32_t *p = realloc(t->cp, (size_t)cap * sizeof *p);
+        if (!p)
+            return -2;
+        t->cp = p;
+        t->cap = cap;
+    }
+    t->cp[t->count] = cp;
+    return t->count++;
+}
+
+static int valid_label(uint32_t cp)
+{
+    return cp > 0x20 && cp != 0x7F && cp != ',' && cp != '-' && cp != '>' &&
+           cp != '.';
+}
+
+/* Parse the terms of one side ("ab,c" or "ab") into terms[], count in *n. */
+static eb_status parse_terms(const char *file, const char *s, size_t len,
+                             int is_output, label_table *t, eb_term **terms,
+                             int *n, eb_error *err)
+{
+    int cap = 8, count = 0;
+    eb_term *ts = calloc((size_t)cap, sizeof *ts);
+    int ids[EB_MAX_RANK];
+    int rank = 0;
+    eb_status st = EB_OK;
+    if (!ts)
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    size_t pos = 0;
+    for (;;) {
+        int end_term = pos == len || s[pos] == ',';
+        if (end_term) {
+            if (count == cap) {
+                cap *= 2;
+                eb_term *p = realloc(ts, (size_t)cap * sizeof *p);
+                if (!p) {
+                    st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+                    break;
+                }
+                ts = p;
+            }
+            ts[count].rank = rank;
+            ts[count].ids = malloc((size_t)(rank ? rank : 1) * sizeof(int));
+            if (!ts[count].ids) {
+                st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+                break;
+            }
+            memcpy(ts[count].ids, ids, (size_t)rank * sizeof(int));
+            count++;
+            rank = 0;
+            if (pos == len)
+                break;
+            if (is_output) {
+                st = eb_error_set(err, EB_ERR_INVALID,
+                                  "%s: format_string: ',' in the output term",
+                                  file);
+                break;
+            }
+            pos++;
+            continue;
+        }
+        uint32_t cp;
+        size_t used = eb_utf8_decode(s + pos, len - pos, &cp);
+        if (used == 0) {
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: format_string: invalid UTF-8 at byte %zu",
+                              file, pos);
+            break;
+        }
+        if (!valid_label(cp)) {
+            char b[8];
+            if (cp >= 0x20 && cp < 0x7F)
+                snprintf(b, sizeof b, "'%c'", (char)cp);
+            else
+                snprintf(b, sizeof b, "U+%04X", (unsigned)cp);
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: format_string: %s is not a valid label "
+                              "(expected 'in,in,...->out' with letter labels)",
+                              file, b);
+            break;
+        }
+        if (rank == EB_MAX_RANK) {
+            st = eb_error_set(err, EB_ERR_UNSUPPORTED,
+                              "%s: format_string: term %d has more than %d labels",
+                              file, count, EB_MAX_RANK);
+            break;
+        }
+        int id = label_lookup(t, cp, !is_output);
+        if (id == -2) {
+            st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+            break;
+        }
+        if (id < 0) {
+            char b[8];
+            eb_utf8_encode(cp, b);
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: format_string: output label '%s' appears in "
+                              "no input", file, b);
+            break;
+        }
+        if (is_output) {
+            for (int r = 0; r < rank; r++)
+                if (ids[r] == id) {
+                    char b[8];
+                    eb_utf8_encode(cp, b);
+                    st = eb_error_set(err, EB_ERR_INVALID,
+                                      "%s: format_string: output label '%s' "
+                                      "repeated", file, b);
+                }
+            if (st)
+                break;
+        }
+        ids[rank++] = id;
+        pos += used;
+    }
+    if (st) {
+        for (int k = 0; k < count; k++)
+            free(ts[k].ids);
+        free(ts);
+        return st;
+    }
+    *terms = ts;
+    *n = count;
+    return EB_OK;
+}
+
+static eb_status check_shapes(eb_instance *inst, int64_t *const *shapes,
+                              const int *ranks, eb_error *err)
+{
+    const char *file = inst->file;
+    int *first_op = malloc((size_t)inst->num_labels * 2 * sizeof(int));
+    if (!first_op)
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    int *first_ax = first_op + inst->num_labels;
+    for (int l = 0; l < inst->num_labels; l++)
+        first_op[l] = -1;
+    eb_status st = EB_OK;
+    for (int k = 0; k < inst->num_tensors && !st; k++) {
+        const eb_term *t = &inst->inputs[k];
+        if (ranks[k] != t->rank) {
+            char b[EB_MAX_RANK * 4 + 1];
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: shapes[%d]: has %d dimensions but term %d "
+                              "of format_string ('%s') has %d labels", file, k,
+                              ranks[k], k,
+                              eb_term_str(inst, t->ids, t->rank, b, sizeof b),
+                              t->rank);
+            break;
+        }
+        int64_t elems = 1;
+        for (int a = 0; a < t->rank; a++) {
+            int64_t sz = shapes[k][a];
+            int l = t->ids[a];
+            char lb[8];
+            if (sz < 1) {
+                st = eb_error_set(err, EB_ERR_INVALID,
+                                  "%s: shapes[%d][%d]: size %lld (expected a "
+                                  "positive integer)", file, k, a, (long long)sz);
+                break;
+            }
+            if (sz > EB_MAX_ELEMS || elems > EB_MAX_ELEMS / sz) {
+                st = eb_error_set(err, EB_ERR_INVALID,
+                                  "%s: shapes[%d]: more than 2^40 elements "
+                                  "(size overflow)", file, k);
+                break;
+            }
+            elems *= sz;
+            if (first_op[l] < 0) {
+                first_op[l] = k;
+                first_ax[l] = a;
+                inst->label_size[l] = sz;
+            } else if (inst->label_size[l] != sz) {
+                st = eb_error_set(err, EB_ERR_INVALID,
+                                  "%s: shapes[%d][%d]: label '%s' has size %lld "
+                                  "here but %lld at shapes[%d][%d]", file, k, a,
+                                  eb_label_str(inst, l, lb), (long long)sz,
+                                  (long long)inst->label_size[l], first_op[l],
+                                  first_ax[l]);
+                break;
+            }
+        }
+    }
+    free(first_op);
+    return st;
+}
+
+eb_status eb_instance_build(const char *file, const char *name,
+                            const char *format_string, const char *dtype,
+                            int num_tensors, int64_t *const *shapes,
+                            const int *ranks, eb_instance **out, eb_error *err)
+{
+    *out = NULL;
+    const char *arrow = strstr(format_string, "->");
+    if (!arrow)
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: format_string: no '->' (expected "
+                            "'in,in,...->out')", file);
+    if (strstr(arrow + 2, "->"))
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: format_string: more than one '->'", file);
+    eb_instance *inst = calloc(1, sizeof *inst);
+    if (!inst)
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    inst->file = dup_str(file);
+    inst->name = dup_str(name);
+    inst->format_string = dup_str(format_string);
+    inst->dtype = dup_str(dtype);
+    eb_status st = EB_OK;
+    label_table t = {0};
+    if (!inst->file || !inst->name || !inst->format_string || !inst->dtype) {
+        st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+        goto fail;
+    }
+    int nterms = 0;
+    st = parse_terms(file, format_string, (size_t)(arrow - format_string), 0,
+                     &t, &inst->inputs, &nterms, err);
+    if (st)
+        goto fail;
+    inst->num_tensors = nterms;
+    if (nterms != num_tensors) {
+        st = eb_error_set(err, EB_ERR_INVALID,
+                          "%s: num_tensors: %d, but format_string has %d "
+                          "operands", file, num_tensors, nterms);
+        goto fail;
+    }
+    eb_term *outs = NULL;
+    int nout = 0;
+    st = parse_terms(file, arrow + 2, strlen(arrow + 2), 1, &t, &outs, &nout,
+                     err);
+    if (st)
+        goto fail;
+    inst->output = outs[0];
+    free(outs);
+    inst->num_labels = t.count;
+    inst->label_cp = t.cp;
+    t.cp = NULL;
+    inst->label_size = calloc((size_t)(t.count ? t.count : 1), sizeof(int64_t));
+    if (!inst->label_size) {
+        st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+        goto fail;
+    }
+    st = check_shapes(inst, shapes, ranks, err);
+    if (st)
+        goto fail;
+    int64_t out_elems = 1;
+    for (int a = 0; a < inst->output.rank; a++) {
+        int64_t sz = inst->label_size[inst->output.ids[a]];
+        if (out_elems > EB_MAX_ELEMS / sz) {
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: format_string: output has more than 2^40 "
+                              "elements", file);
+            goto fail;
+        }
+        out_elems *= sz;
+    }
+    *out = inst;
+    return EB_OK;
+fail:
+    free(t.cp);
+    eb_instance_destroy(inst);
+    return st;
+}
+
+void eb_instance_destroy(eb_instance *inst)
+{
+    if (!inst)
+        return;
+    if (inst->inputs)
+        for (int k = 0; k < inst->num_tensors; k++)
+            free(inst->inputs[k].ids);
+    free(inst->inputs);
+    free(inst->output.ids);
+    free(inst->label_cp);
+    free(inst->label_size);
+    free(inst->name);
+    free(inst->file);
+    free(inst->format_string);
+    free(inst->dtype);
+    free(inst->intent);
+    eb_pathset_destroy(inst->inline_paths);
+    free(inst);
+}
+
+int64_t eb_instance_operand_elems(const eb_instance *inst, int k)
+{
+    int64_t n = 1;
+    for (int a = 0; a < inst->inputs[k].rank; a++)
+        n *= inst->label_size[inst->inputs[k].ids[a]];
+    return n;
+}
+
+const char *eb_label_str(const eb_instance *inst, int id, char *buf)
+{
+    if (eb_utf8_encode(inst->label_cp[id], buf) == 0)
+        strcpy(buf, "?");
+    return buf;
+}
+
+const char *eb_term_str(const eb_instance *inst, const int *ids, int rank,
+                        char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int a = 0; a < rank; a++) {
+        char b[8];
+        size_t n = eb_utf8_encode(inst->label_cp[ids[a]], b);
+        if (len + n + 1 > cap)
+            break;
+        memcpy(buf + len, b, n + 1);
+        len += n;
+    }
+    return buf;
+}
+
+eb_status eb_path_validate(const eb_path *path, int num_tensors,
+                           const char *file, const char *field, eb_error *err)
+{
+    if (path->num_steps != num_tensors - 1)
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: %s.path: %d steps, but %d operands need "
+                            "exactly %d to end in one operand", file, field,
+                            path->num_steps, num_tensors, num_tensors - 1);
+    int live = num_tensors;
+    for (int s = 0; s < path->num_steps; s++) {
+        int i = path->steps[s].i, j = path->steps[s].j;
+        if (i < 0 || i >= live || j < 0 || j >= live)
+            return eb_error_set(err, EB_ERR_INVALID,
+                                "%s: %s.path[%d]: index %d out of range (%d "
+                                "live operands)", file, field, s,
+                                (i < 0 || i >= live) ? i : j, live);
+        if (i == j)
+            return eb_error_set(err, EB_ERR_INVALID,
+                                "%s: %s.path[%d]: both indices are %d (a step "
+                                "contracts two different operands)", file,
+                                field, s, i);
+        live--;
+    }
+    return EB_OK;
+}
+
+int eb_path_equal(const eb_path *a, const eb_path *b)
+{
+    if (a->num_steps != b->num_steps)
+        return 0;
+    for (int s = 0; s < a->num_steps; s++)
+        if (a->steps[s].i != b->steps[s].i || a->steps[s].j != b->steps[s].j)
+            return 0;
+    return 1;
+}
+
+const char *eb_path_digest(const eb_path *path, char *buf)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (int s = 0; s < path->num_steps; s++) {
+        int v[2] = {path->steps[s].i, path->steps[s].j};
+        for (int k = 0; k < 2; k++)
+            for (int byte = 0; byte < 4; byte++) {
+                h ^= (uint64_t)(((unsigned)v[k] >> (8 * byte)) & 0xFF);
+                h *= 1099511628211ULL;
+            }
+    }
+    snprintf(buf, 17, "%016llx", (unsigned long long)h);
+    return buf;
+}
+
+const eb_path *eb_pathset_find(const eb_pathset *ps, const char *strategy)
+{
+    if (!ps)
+        return NULL;
+    for (int k = 0; k < ps->count; k++)
+        if (strcmp(ps->paths[k].strategy, strategy) == 0)
+            return &ps->paths[k];
+    return NULL;
+}
+
+void eb_path_free(eb_path *path)
+{
+    if (!path)
+        return;
+    free(path->strategy);
+    free(path->steps);
+    path->strategy = NULL;
+    path->steps = NULL;
+}
+
+void eb_pathset_destroy(eb_pathset *ps)
+{
+    if (!ps)
+        return;
+    for (int k = 0; k < ps->count; k++)
+        eb_path_free(&ps->paths[k]);
+    free(ps->paths);
+    free(ps->source);
+    free(ps);
+}
