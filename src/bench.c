@@ -1,0 +1,90 @@
+/* bench: warmups, timed samples, window, statistics. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "window.h"
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t minflt_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+void eb_bench_result_free(eb_bench_result *r)
+{
+    free(r->samples_ns);
+    free(r->minflt);
+    r->samples_ns = r->minflt = NULL;
+}
+
+eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
+                       eb_bench_result *r, eb_error *err)
+{
+    memset(r, 0, sizeof *r);
+    int n = o->samples;
+    r->samples = n;
+    r->samples_ns = malloc((size_t)n * sizeof(int64_t));
+    r->minflt = malloc((size_t)n * sizeof(int64_t));
+    int64_t *scratch = malloc((size_t)n * sizeof(int64_t));
+    char label[512], sample_label[600];
+    snprintf(label, sizeof label, "%s/samples=%d", o->label, n);
+    if (!r->samples_ns || !r->minflt || !scratch) {
+        free(scratch);
+        eb_bench_result_free(r);
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    eb_status st = EB_OK;
+    const double *out = NULL;
+    for (int w = 0; w < o->warmups && !st; w++) {
+        eb_exec_counters c = {0};
+        st = ex->run(ex->ctx, &out, &c, err);
+        ex->release(ex->ctx);
+    }
+    if (st) {
+        free(scratch);
+        eb_bench_result_free(r);
+        return st;
+    }
+    eb_window_begin(label);
+    for (int k = 0; k < n; k++) {
+        eb_exec_counters c = {0};
+        int64_t f0 = minflt_now();
+        int64_t t0 = now_ns();
+        st = ex->run(ex->ctx, &out, &c, err);
+        ex->release(ex->ctx);
+        int64_t t1 = now_ns();
+        r->minflt[k] = minflt_now() - f0;
+        r->samples_ns[k] = t1 - t0;
+        r->per_sample = c;
+        if (o->per_sample_dumps) {
+            snprintf(sample_label, sizeof sample_label, "%s/sample=%dof%d",
+                     o->label, k + 1, n);
+            eb_window_dump(sample_label);
+        }
+        if (st)
+            break;
+    }
+    eb_window_end(label, !o->per_sample_dumps);
+    if (st) {
+        free(scratch);
+        eb_bench_result_free(r);
+        return st;
+    }
+    eb_stats_compute(r->samples_ns, n, scratch, &r->stats);
+    free(scratch);
+    r->out = out;
+    return EB_OK;
+}

@@ -1,0 +1,221 @@
+/* check: references (naive or another order) and comparisons. */
+#include "check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operands.h"
+#include "pathfind.h"
+#include "refeinsum.h"
+#include "scope.h"
+
+/* About two seconds of the naive loop on this machine class. */
+#define NAIVE_LIMIT 3e9
+
+typedef struct {
+    eb_path path;       /* the alternative order (owned copy) */
+    char name[64];
+    double *out;        /* its result, NULL until computed */
+} alt_ref;
+
+struct eb_checker {
+    const eb_instance *inst;
+    const eb_pathset *ps;
+    int threads;
+    eb_operands *ops;
+    int64_t out_elems;
+    double *naive;      /* naive reference, NULL until computed */
+    alt_ref alts[4];
+    int nalts;
+    int alts_ready;
+};
+
+double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
+
+eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
+                            uint64_t seed, int threads, eb_checker **out,
+                            eb_error *err)
+{
+    *out = NULL;
+    eb_checker *c = calloc(1, sizeof *c);
+    if (!c)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    c->inst = inst;
+    c->ps = ps;
+    c->threads = threads;
+    eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
+    eb_status st = eb_operands_create(inst, &fill, &c->ops, err);
+    if (st) {
+        free(c);
+        return st;
+    }
+    c->out_elems = 1;
+    for (int a = 0; a < inst->output.rank; a++)
+        c->out_elems *= inst->label_size[inst->output.ids[a]];
+    *out = c;
+    return EB_OK;
+}
+
+void eb_checker_destroy(eb_checker *c)
+{
+    if (!c)
+        return;
+    eb_operands_destroy(c->ops);
+    free(c->naive);
+    for (int k = 0; k < c->nalts; k++) {
+        eb_path_free(&c->alts[k].path);
+        free(c->alts[k].out);
+    }
+    free(c);
+}
+
+/* Execute `path` in `mode` once; copy the output into a new buffer. */
+static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
+                              double **result, eb_error *err)
+{
+    *result = malloc((size_t)c->out_elems * sizeof(double));
+    if (!*result)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    eb_scope *scope;
+    eb_status st = eb_scope_enter(c->threads, &scope, err);
+    if (st)
+        goto fail;
+    eb_executor ex;
+    st = eb_exec_create(mode, c->inst, path, c->ops->views,
+                        eb_scope_pool(scope), &ex, err);
+    if (!st) {
+        const double *out;
+        eb_exec_counters cnt = {0};
+        st = ex.run(ex.ctx, &out, &cnt, err);
+        if (!st)
+            memcpy(*result, out, (size_t)c->out_elems * sizeof(double));
+        ex.release(ex.ctx);
+        eb_exec_destroy(&ex);
+    }
+    eb_scope_leave(scope);
+    if (!st)
+        return EB_OK;
+fail:
+    free(*result);
+    *result = NULL;
+    return st;
+}
+
+static int have_alt(const eb_checker *c, const eb_path *p)
+{
+    for (int k = 0; k < c->nalts; k++)
+        if (eb_path_equal(&c->alts[k].path, p))
+            return 1;
+    return 0;
+}
+
+static int add_alt(eb_checker *c, const eb_path *p, const char *name)
+{
+    if (c->nalts == 4 || have_alt(c, p))
+        return 0;
+    alt_ref *a = &c->alts[c->nalts];
+    memset(a, 0, sizeof *a);
+    a->path.num_steps = p->num_steps;
+    a->path.strategy = malloc(strlen(name) + 1);
+    a->path.steps = malloc((size_t)(p->num_steps ? p->num_steps : 1) *
+                           sizeof *p->steps);
+    if (!a->path.strategy || !a->path.steps) {
+        eb_path_free(&a->path);
+        return -1;
+    }
+    strcpy(a->path.strategy, name);
+    memcpy(a->path.steps, p->steps, (size_t)p->num_steps * sizeof *p->steps);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    c->nalts++;
+    return 0;
+}
+
+/* Candidate alternative orders: every stored strategy, then the path
+ * finder's flops and size paths. */
+static eb_status collect_alts(eb_checker *c, eb_error *err)
+{
+    c->alts_ready = 1;
+    for (int k = 0; c->ps && k < c->ps->count; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "path %s", c->ps->paths[k].strategy);
+        if (add_alt(c, &c->ps->paths[k], name))
+            return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    for (int m = 0; m < 2; m++) {
+        eb_pathfind_opts o;
+        eb_pathfind_opts_default(&o);
+        o.minimize = m ? EB_MINIMIZE_SIZE : EB_MINIMIZE_FLOPS;
+        eb_path p = {0};
+        eb_status st = eb_pathfind(c->inst, &o, "derived", &p, err);
+        if (st)
+            return st;
+        int bad = add_alt(c, &p, m ? "path derived-size" : "path derived-flops");
+        eb_path_free(&p);
+        if (bad)
+            return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    return EB_OK;
+}
+
+static eb_status reference_for(eb_checker *c, const eb_path *path,
+                               const double **ref, const char **name,
+                               eb_error *err)
+{
+    *ref = NULL;
+    if (eb_ref_cost(c->inst) <= NAIVE_LIMIT) {
+        if (!c->naive) {
+            c->naive = malloc((size_t)c->out_elems * sizeof(double));
+            if (!c->naive)
+                return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+            eb_status st = eb_ref_einsum(c->inst, c->ops->views, c->naive, err);
+            if (st)
+                return st;
+        }
+        *ref = c->naive;
+        *name = "naive";
+        return EB_OK;
+    }
+    if (!c->alts_ready) {
+        eb_status st = collect_alts(c, err);
+        if (st)
+            return st;
+    }
+    for (int k = 0; k < c->nalts; k++) {
+        alt_ref *a = &c->alts[k];
+        if (eb_path_equal(&a->path, path))
+            continue;
+        if (!a->out) {
+            eb_status st = execute_once(c, &a->path, EB_MODE_EAGER, &a->out, err);
+            if (st)
+                return st;
+        }
+        *ref = a->out;
+        *name = a->name;
+        return EB_OK;
+    }
+    return EB_OK;
+}
+
+eb_status eb_checker_verify(eb_checker *c, const eb_path *path, eb_mode mode,
+                            eb_check_outcome *out, eb_error *err)
+{
+    out->max_rel_err = NAN;
+    out->status = "unverified";
+    snprintf(out->reference, sizeof out->reference, "none");
+    double *result;
+    eb_status st = execute_once(c, path, mode, &result, err);
+    if (st)
+        return st;
+    const double *ref;
+    const char *name = "none";
+    st = reference_for(c, path, &ref, &name, err);
+    if (!st && ref) {
+        out->max_rel_err = eb_ref_rel_err(result, ref, c->out_elems);
+        out->status = out->max_rel_err <= EB_CHECK_TOL ? "passed" : "failed";
+        snprintf(out->reference, sizeof out->reference, "%s", name);
+    }
+    free(result);
+    return st;
+}

@@ -1,0 +1,45 @@
+/*
+ * check: verification of the engine's results (the `check` command and
+ * `run --check`), outside every timed region and window.
+ *
+ * Each instance gets its own seeded random inputs. A result is compared
+ * against the naive reference einsum when that is affordable; otherwise
+ * against the same einsum contracted in a different order: another stored
+ * path that differs, or a path the tool derives (the path finder). A result
+ * with no independent reference is "unverified", never "passed". The error
+ * measure is max |x - ref| / max |ref|; it passes at <= EB_CHECK_TOL.
+ *
+ * Ownership: the checker borrows inst and the path set; it owns its inputs
+ * and cached references.
+ */
+#ifndef EB_CHECK_H
+#define EB_CHECK_H
+
+#include <stdint.h>
+
+#include "exec.h"
+
+#define EB_CHECK_TOL 1e-9
+
+typedef struct eb_checker eb_checker;
+
+typedef struct {
+    double max_rel_err;     /* NaN when unverified */
+    char reference[96];     /* "naive", "path opt_size", "path derived-size" */
+    const char *status;     /* "passed", "failed", "unverified" */
+} eb_check_outcome;
+
+eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
+                            uint64_t seed, int threads, eb_checker **out,
+                            eb_error *err);
+void eb_checker_destroy(eb_checker *c);
+
+/* Run (path, mode) once on the checker's inputs and compare. A failed
+ * comparison is not an error status: see out->status. */
+eb_status eb_checker_verify(eb_checker *c, const eb_path *path, eb_mode mode,
+                            eb_check_outcome *out, eb_error *err);
+
+/* Largest naive-reference cost (multiply-adds) the checker will pay. */
+double eb_check_naive_limit(void);
+
+#endif

@@ -1,0 +1,475 @@
+/* cli: argument parsing, thread set-up, and the run/check/plan/info
+ * commands (gen and path live in cmd_gen.c and cmd_path.c). */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "eager.h"
+#include "load.h"
+#include "runner.h"
+#include "schedule.h"
+#include "window.h"
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static const char usage_text[] =
+    "usage: einsum-bench COMMAND [options] ...\n"
+    "\n"
+    "commands:\n"
+    "  run   [options] INSTANCE|DIR ...   measure (warmups, then samples)\n"
+    "  check [options] INSTANCE|DIR ...   verify results only, no timing\n"
+    "  plan  [options] INSTANCE           the path step by step\n"
+    "  info                               machine, build and BLAS metadata\n"
+    "  gen   lm ...                       generate an instance (gen --help)\n"
+    "  path  ...                          compute and store a path (path --help)\n"
+    "\n"
+    "options of run (and of check and plan where they apply):\n"
+    "  --mode eager|trace|both      execution mode (default eager)\n"
+    "  --strategy NAME[,NAME]|all   which stored paths (default all)\n"
+    "  --paths FILE|DIR             where stored paths come from\n"
+    "  --warmup N                   warmup runs, N >= 0 (default 3)\n"
+    "  --samples N                  timed runs, N >= 1 (default 15)\n"
+    "  --threads N                  thread budget of the scope (default 1)\n"
+    "  --fill zeros|random[:SEED]   how inputs are filled (default zeros)\n"
+    "  --inputs DIR                 operand k from DIR/k.npy (float64, C order)\n"
+    "  --save-output DIR            last sample's output to\n"
+    "                               DIR/<instance>.<strategy>.<mode>.npy\n"
+    "  --check                      verify each result before timing\n"
+    "  --check-seed N               seed of the check's random inputs (default 1)\n"
+    "  --json FILE                  JSON-lines records to FILE ('-': stdout,\n"
+    "                               then no table)\n"
+    "  --callgrind-per-sample       one callgrind dump per sample\n"
+    "\n"
+    "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
+    "error\n";
+
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("einsum-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(einsum-bench --help for usage)\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+typedef struct {
+    eb_run_opts run;
+    const char *json;
+    const char *inputs;
+    const char *mode_str;
+    int fill_given;
+    char **targets;
+    int ntargets;
+} cli_opts;
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) != 0)
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int parse_mode(cli_opts *c, const char *v)
+{
+    memset(c->run.modes, 0, sizeof c->run.modes);
+    c->mode_str = v;
+    if (strcmp(v, "eager") == 0)
+        c->run.modes[EB_MODE_EAGER] = 1;
+    else if (strcmp(v, "trace") == 0 || strcmp(v, "both") == 0)
+        return usage_error("--mode %s: trace mode is not implemented yet "
+                           "(use --mode eager)", v);
+    else
+        return usage_error("--mode: '%s' is not eager, trace or both", v);
+    return 0;
+}
+
+/* Options with a numeric value. */
+static int parse_number_opt(cli_opts *c, const char *arg, const char *v)
+{
+    long n;
+    if (is_opt(arg, "--warmup")) {
+        if (parse_int(v, 0, 1000000, &n))
+            return usage_error("--warmup: '%s' is not a count >= 0", v);
+        c->run.warmups = (int)n;
+    } else if (is_opt(arg, "--samples")) {
+        if (parse_int(v, 1, 1000000, &n))
+            return usage_error("--samples: '%s' is not a count >= 1", v);
+        c->run.samples = (int)n;
+    } else if (is_opt(arg, "--threads")) {
+        if (parse_int(v, 1, 1024, &n))
+            return usage_error("--threads: '%s' is not a count from 1 to 1024",
+                               v);
+        c->run.threads = (int)n;
+    } else {
+        if (parse_int(v, 0, LONG_MAX, &n))
+            return usage_error("--check-seed: '%s' is not a number >= 0", v);
+        c->run.check_seed = (uint64_t)n;
+    }
+    return 0;
+}
+
+static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
+{
+    if (!*v)
+        return usage_error("%s needs a value", arg);
+    if (is_opt(arg, "--mode"))
+        return parse_mode(c, v);
+    if (is_opt(arg, "--strategy"))
+        c->run.strategies = v;
+    else if (is_opt(arg, "--paths"))
+        c->run.paths = v;
+    else if (is_opt(arg, "--fill")) {
+        if (eb_fill_parse(v, &c->run.fill))
+            return usage_error("--fill: '%s' is not zeros, random or "
+                               "random:SEED", v);
+        c->run.fill_str = v;
+        c->fill_given = 1;
+    } else if (is_opt(arg, "--inputs"))
+        c->inputs = v;
+    else if (is_opt(arg, "--save-output"))
+        c->run.save_dir = v;
+    else if (is_opt(arg, "--json"))
+        c->json = v;
+    else
+        return parse_number_opt(c, arg, v);
+    return 0;
+}
+
+static const char *const value_opts[] = {
+    "--mode", "--strategy", "--paths", "--fill", "--inputs", "--save-output",
+    "--json", "--warmup", "--samples", "--threads", "--check-seed", NULL};
+
+static int parse_args(int argc, char **argv, cli_opts *c)
+{
+    memset(c, 0, sizeof *c);
+    c->run.modes[EB_MODE_EAGER] = 1;
+    c->mode_str = "eager";
+    c->run.strategies = "all";
+    c->run.warmups = 3;
+    c->run.samples = 15;
+    c->run.threads = 1;
+    c->run.fill_str = "zeros";
+    c->run.check_seed = 1;
+    c->targets = calloc((size_t)argc + 1, sizeof(char *));
+    if (!c->targets)
+        return usage_error("%s", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--check") == 0) {
+            c->run.check = 1;
+            continue;
+        }
+        if (strcmp(a, "--callgrind-per-sample") == 0) {
+            c->run.per_sample_dumps = 1;
+            continue;
+        }
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            c->targets[c->ntargets++] = argv[i];
+            continue;
+        }
+        int k = 0;
+        for (; value_opts[k]; k++)
+            if (is_opt(a, value_opts[k]))
+                break;
+        if (!value_opts[k])
+            return usage_error("unknown option '%s'", a);
+        const char *v = opt_value(argc, argv, &i, value_opts[k]);
+        int rc = parse_value_opt(c, value_opts[k], v);
+        if (rc)
+            return rc;
+    }
+    if (c->inputs) {
+        if (c->fill_given)
+            return usage_error("%s", "--inputs and --fill exclude each other");
+        c->run.fill.kind = EB_FILL_NPY;
+        c->run.fill.dir = c->inputs;
+        c->run.fill_str = "npy";
+    }
+    return 0;
+}
+
+/* OpenBLAS sizes its thread pool when it loads: make the environment say the
+ * budget and start again, once. Under Valgrind the pool is set instead (a
+ * re-executed child would run outside the tool). Returns only on no exec. */
+static int apply_threads(int threads, char **argv)
+{
+    char want[16];
+    snprintf(want, sizeof want, "%d", threads);
+    const char *have = getenv("OPENBLAS_NUM_THREADS");
+    if (have && strcmp(have, want) == 0)
+        return getenv("EB_REEXEC") != NULL;
+    if (getenv("EB_REEXEC") || eb_window_on_valgrind()) {
+        fprintf(stderr, "einsum-bench: warning: OPENBLAS_NUM_THREADS=%s but "
+                "--threads %d; setting the pool at run time\n",
+                have ? have : "(unset)", threads);
+        return 0;
+    }
+    setenv("OPENBLAS_NUM_THREADS", want, 1);
+    setenv("EB_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "einsum-bench: warning: cannot re-execute (%s); setting "
+            "the pool at run time\n", strerror(errno));
+    return 0;
+}
+
+static int ensure_dir(const char *dir)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0)
+        return S_ISDIR(sb.st_mode) ? 0 : -1;
+    return mkdir(dir, 0777);
+}
+
+static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
+{
+    eb_error err;
+    *n = 0;
+    if (!c->json || strcmp(c->json, "-") != 0) {
+        if (eb_report_table(stdout, &reps[(*n)++], &err))
+            return -1;
+    }
+    if (c->json && eb_report_jsonl(c->json, &reps[*n], &err)) {
+        fprintf(stderr, "einsum-bench: --json: %s\n", err.msg);
+        return -1;
+    }
+    if (c->json)
+        (*n)++;
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
+{
+    cli_opts c;
+    int rc = parse_args(argc, argv, &c);
+    if (!rc && c.ntargets == 0)
+        rc = usage_error("%s: no INSTANCE or DIR given", argv[0]);
+    if (!rc && c.run.save_dir && ensure_dir(c.run.save_dir))
+        rc = usage_error("--save-output: '%s' is not a folder that can be "
+                         "created", c.run.save_dir);
+    if (rc) {
+        free(c.targets);
+        return rc;
+    }
+    c.run.verify_only = verify_only;
+    int reexec = apply_threads(c.run.threads, full_argv);
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    eb_reporter reps[2];
+    int nreps;
+    if (open_reporters(&c, reps, &nreps)) {
+        for (int k = 0; k < nreps; k++)
+            reps[k].destroy(reps[k].ctx);
+        free(c.targets);
+        return EXIT_USAGE;
+    }
+    eb_run_info info = {&sys, verify_only ? "check" : "run", c.mode_str,
+                        c.run.strategies, c.run.fill_str, c.run.threads,
+                        verify_only ? 0 : c.run.warmups,
+                        verify_only ? 0 : c.run.samples, reexec};
+    for (int k = 0; k < nreps; k++)
+        reps[k].begin(reps[k].ctx, &info);
+    eb_run_summary sum;
+    eb_runner_run(&c.run, c.targets, c.ntargets, reps, nreps, &sum);
+    int write_failed = 0;
+    for (int k = 0; k < nreps; k++) {
+        write_failed |= reps[k].finish(reps[k].ctx) != 0;
+        reps[k].destroy(reps[k].ctx);
+    }
+    free(c.targets);
+    if (verify_only)
+        fprintf(stderr, "einsum-bench: check: %d failed, %d unverified, %d "
+                "input errors\n", sum.failures, sum.unverified,
+                sum.input_errors);
+    if (sum.input_errors)
+        return EXIT_USAGE;
+    return sum.failures || write_failed ? EXIT_FAIL : 0;
+}
+
+static int64_t moved_elems(const eb_plan *p)
+{
+    int64_t n = 0;
+    if (p->kind == EB_KIND_COPY)
+        return p->out_elems;
+    for (int s = 0; s < 2; s++)
+        if (p->prep[s])
+            n += p->prep_elems[s];
+    return n + (p->post ? p->out_elems : 0);
+}
+
+static void print_plan(const eb_instance *inst, const eb_path *path,
+                       const eb_step_desc *d, const eb_schedule *sched)
+{
+    char a[EB_MAX_RANK * 4 + 1], b[EB_MAX_RANK * 4 + 1], o[EB_MAX_RANK * 4 + 1];
+    printf("%-5s %-9s %-18s %-18s %-18s %-10s %8s %8s %8s %8s %12s %12s %12s\n",
+           "step", "pair", "A", "B", "out", "kernel", "B", "M", "N", "K",
+           "flops", "out_elems", "permuted");
+    int n = path->num_steps ? path->num_steps : 1;
+    int64_t moved = 0;
+    for (int s = 0; s < n; s++) {
+        const eb_plan *p = &d[s].plan;
+        char pair[32] = "-";
+        if (path->num_steps)
+            snprintf(pair, sizeof pair, "[%d,%d]", path->steps[s].i,
+                     path->steps[s].j);
+        eb_term_str(inst, d[s].a_ids, d[s].a_rank, a, sizeof a);
+        if (d[s].b_rank >= 0)
+            eb_term_str(inst, d[s].b_ids, d[s].b_rank, b, sizeof b);
+        else
+            strcpy(b, "-");
+        eb_term_str(inst, p->out_ids, p->out_rank, o, sizeof o);
+        moved += moved_elems(p);
+        printf("%-5d %-9s %-18s %-18s %-18s %-10s %8lld %8lld %8lld %8lld "
+               "%12.4g %12lld %12lld\n", s, pair, a[0] ? a : "(scalar)",
+               b[0] ? b : "(scalar)", o[0] ? o : "(scalar)",
+               eb_kind_name(p->kind), (long long)p->nbatch, (long long)p->M,
+               (long long)p->N, (long long)p->K, p->flops,
+               (long long)p->out_elems, (long long)moved_elems(p));
+    }
+    printf("total: %d steps, log10_flops %.4f (stored %.4f), log2_size %.4f "
+           "(stored %.4f), permuted elements per run %lld\n", path->num_steps,
+           sched->log10_flops, path->log10_flops, sched->log2_size,
+           path->log2_size, (long long)moved);
+}
+
+static int plan_one(const eb_instance *inst, const eb_path *path,
+                    const char *source)
+{
+    eb_error err;
+    eb_schedule *sched;
+    if (eb_schedule_build(inst, path, &sched, &err)) {
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    int n = path->num_steps ? path->num_steps : 1;
+    eb_step_desc *d = malloc((size_t)n * sizeof *d);
+    eb_status st = d ? eb_eager_describe(inst, path, d, &err)
+                     : eb_error_set(&err, EB_ERR_NOMEM, "out of memory");
+    if (!st) {
+        printf("\n%s  strategy %s  mode eager  (path from %s)\n", inst->name,
+               path->strategy, source);
+        printf("%s\n", inst->format_string);
+        print_plan(inst, path, d, sched);
+    } else {
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+    }
+    free(d);
+    eb_schedule_destroy(sched);
+    return st ? EXIT_FAIL : 0;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    cli_opts c;
+    int rc = parse_args(argc, argv, &c);
+    if (!rc && c.ntargets != 1)
+        rc = usage_error("%s: give exactly one INSTANCE", argv[0]);
+    if (rc) {
+        free(c.targets);
+        return rc;
+    }
+    eb_instance *inst = NULL;
+    eb_pathset *ps = NULL;
+    eb_error err;
+    eb_status st = eb_load_instance(c.targets[0], &inst, &err);
+    if (!st)
+        st = eb_load_find_paths(inst, c.run.paths, &ps, &err);
+    rc = st ? EXIT_USAGE : 0;
+    if (st)
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+    int shown = 0;
+    for (int k = 0; !st && k < ps->count; k++) {
+        if (strcmp(c.run.strategies, "all") != 0 &&
+            !strstr(c.run.strategies, ps->paths[k].strategy))
+            continue;
+        shown++;
+        int r = plan_one(inst, &ps->paths[k], ps->source);
+        if (r > rc)
+            rc = r;
+    }
+    if (!st && !shown) {
+        fprintf(stderr, "einsum-bench: %s: paths: no strategy '%s'\n",
+                inst->file, c.run.strategies);
+        rc = EXIT_USAGE;
+    }
+    eb_pathset_destroy(ps);
+    eb_instance_destroy(inst);
+    free(c.targets);
+    return rc;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    (void)argv;
+    if (argc > 1)
+        return usage_error("info: unexpected argument '%s'", argv[1]);
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    eb_sysinfo_print(&sys, stdout);
+    return 0;
+}
+
+int eb_cli_main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("%s", "no command given");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+        strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 && strcmp(cmd, "gen") != 0 &&
+            strcmp(cmd, "path") != 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1, argv, 0);
+    if (strcmp(cmd, "check") == 0)
+        return cmd_run(argc - 1, argv + 1, argv, 1);
+    if (strcmp(cmd, "plan") == 0)
+        return cmd_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "gen") == 0)
+        return eb_cmd_gen(argc - 1, argv + 1);
+    if (strcmp(cmd, "path") == 0)
+        return eb_cmd_path(argc - 1, argv + 1);
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,563 @@
+/* contract: planning and execution of one binary contraction step. */
+#include "contract.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "blas.h"
+
+/* Batches of matrices at most this many multiply-adds go to the engine's own
+ * small-GEMM kernel instead of one BLAS call each. */
+enum { SMALL_MNK = 4096 };
+
+static const char *const kind_names[EB_KIND_COUNT] = {
+    [EB_KIND_COPY] = "copy",   [EB_KIND_MUL] = "mul",
+    [EB_KIND_OUTER] = "outer", [EB_KIND_DOT] = "dot",
+    [EB_KIND_GEMV] = "gemv",   [EB_KIND_GEMM] = "gemm",
+    [EB_KIND_SMALL_GEMM] = "small-gemm",
+};
+
+const char *eb_kind_name(eb_kind k)
+{
+    return (unsigned)k < EB_KIND_COUNT ? kind_names[k] : "?";
+}
+
+/* An operand's distinct labels of size > 1, with diagonal strides summed. */
+typedef struct {
+    int n;
+    int id[EB_MAX_RANK];
+    int64_t size[EB_MAX_RANK];
+    int64_t stride[EB_MAX_RANK];
+    int64_t elems;
+} axes;
+
+typedef struct {
+    int n;
+    int id[EB_MAX_RANK];
+} group;
+
+static int find(const int *ids, int n, int l)
+{
+    for (int k = 0; k < n; k++)
+        if (ids[k] == l)
+            return k;
+    return -1;
+}
+
+static void merge_view(const eb_view *v, axes *x)
+{
+    x->n = 0;
+    x->elems = 1;
+    for (int a = 0; a < v->rank; a++) {
+        if (v->shape[a] == 1)
+            continue;
+        int k = find(x->id, x->n, v->ids[a]);
+        if (k >= 0) {
+            x->stride[k] += v->stride[a]; /* diagonal: i == i */
+            continue;
+        }
+        x->id[x->n] = v->ids[a];
+        x->size[x->n] = v->shape[a];
+        x->stride[x->n] = v->stride[a];
+        x->elems *= v->shape[a];
+        x->n++;
+    }
+}
+
+static int64_t stride_of(const axes *x, int l)
+{
+    int k = find(x->id, x->n, l);
+    return k >= 0 ? x->stride[k] : 0;
+}
+
+static int64_t group_size(const group *g, const int64_t *label_size)
+{
+    int64_t n = 1;
+    for (int k = 0; k < g->n; k++)
+        n *= label_size[g->id[k]];
+    return n;
+}
+
+/* Labels of g in the order they appear in x (x must contain them all). */
+static void order_by(const group *g, const axes *x, group *out)
+{
+    out->n = 0;
+    for (int k = 0; k < x->n; k++)
+        if (find(g->id, g->n, x->id[k]) >= 0)
+            out->id[out->n++] = x->id[k];
+}
+
+/* Labels of g in the order of `ids` (which contains them all). */
+static void order_by_ids(const group *g, const int *ids, int n, group *out)
+{
+    out->n = 0;
+    for (int k = 0; k < n; k++)
+        if (find(g->id, g->n, ids[k]) >= 0)
+            out->id[out->n++] = ids[k];
+}
+
+/* Can group g (in this order) be addressed as one dim of x? Gives its
+ * stride (0 for an empty group). */
+static int fuse(const axes *x, const group *g, const int64_t *label_size,
+                int64_t *stride)
+{
+    if (g->n == 0) {
+        *stride = 0;
+        return 1;
+    }
+    for (int k = 0; k + 1 < g->n; k++)
+        if (stride_of(x, g->id[k]) !=
+            stride_of(x, g->id[k + 1]) * label_size[g->id[k + 1]])
+            return 0;
+    *stride = stride_of(x, g->id[g->n - 1]);
+    return 1;
+}
+
+/* A compact layout of the concatenation of groups. */
+static void compact_axes(const group *const *gs, int ng,
+                         const int64_t *label_size, axes *x)
+{
+    x->n = 0;
+    for (int q = 0; q < ng; q++)
+        for (int k = 0; k < gs[q]->n; k++) {
+            x->id[x->n] = gs[q]->id[k];
+            x->size[x->n] = label_size[gs[q]->id[k]];
+            x->n++;
+        }
+    int64_t s = 1;
+    for (int k = x->n - 1; k >= 0; k--) {
+        x->stride[k] = s;
+        s *= x->size[k];
+    }
+    x->elems = s;
+}
+
+/* Is a (rows x cols) matrix with these strides usable by BLAS, which needs
+ * one unit stride and a leading dimension covering the other side? */
+static int blas_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc)
+{
+    int64_t max = eb_blas_max_dim();
+    if (rows > max || cols > max || sr > max || sc > max)
+        return 0;
+    return (sc == 1 && sr >= cols) || (sr == 1 && sc >= rows);
+}
+
+static int blas_vector(int64_t n, int64_t inc)
+{
+    return n <= eb_blas_max_dim() && inc >= 1 && inc <= eb_blas_max_dim();
+}
+
+typedef struct {
+    group b, m, k, n;
+} orders;
+
+/* Everything a candidate ordering decides. */
+typedef struct {
+    int prep[2], post;
+    axes lay[2], c;     /* operand layouts after prep; output layout */
+    axes tmp;           /* kernel output layout when post */
+    int64_t cost;       /* elements moved */
+} layout;
+
+static int kind_ok_a(eb_kind kind, const eb_plan *p, int64_t sam, int64_t sak)
+{
+    if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->N == 1))
+        return blas_matrix(p->M, p->K, sam, sak);
+    if (kind == EB_KIND_GEMV)
+        return blas_vector(p->K, sak);
+    return 1;
+}
+
+static int kind_ok_b(eb_kind kind, const eb_plan *p, int64_t sbk, int64_t sbn)
+{
+    if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->M == 1))
+        return blas_matrix(p->K, p->N, sbk, sbn);
+    if (kind == EB_KIND_GEMV)
+        return blas_vector(p->K, sbk);
+    return 1;
+}
+
+static int kind_ok_c(eb_kind kind, const eb_plan *p, int64_t scm, int64_t scn)
+{
+    if (kind == EB_KIND_GEMM)
+        return blas_matrix(p->M, p->N, scm, scn);
+    if (kind == EB_KIND_GEMV)
+        return p->N == 1 ? blas_vector(p->M, scm) : blas_vector(p->N, scn);
+    return 1;
+}
+
+/* Operand side s (0: A with groups m,k; 1: B with groups k,n). */
+static void layout_operand(const eb_plan *p, const axes *in, int nsum,
+                           const orders *o, int s, const int64_t *label_size,
+                           layout *L)
+{
+    const group *g1 = s == 0 ? &o->m : &o->k;
+    const group *g2 = s == 0 ? &o->k : &o->n;
+    int64_t s1, s2;
+    int ok = nsum == 0 && fuse(in, g1, label_size, &s1) &&
+             fuse(in, g2, label_size, &s2);
+    if (ok)
+        ok = s == 0 ? kind_ok_a(p->kind, p, s1, s2)
+                    : kind_ok_b(p->kind, p, s1, s2);
+    L->prep[s] = !ok;
+    if (ok) {
+        L->lay[s] = *in;
+    } else {
+        const group *gs[3] = {&o->b, g1, g2};
+        compact_axes(gs, 3, label_size, &L->lay[s]);
+        L->cost += in->elems;
+    }
+}
+
+static void layout_output(const eb_plan *p, const orders *o, const int *keep,
+                          int nkeep, int fixed, const int64_t *label_size,
+                          layout *L)
+{
+    const group *gs[3] = {&o->b, &o->m, &o->n};
+    compact_axes(gs, 3, label_size, &L->tmp);
+    L->post = 0;
+    if (!fixed) {
+        L->c = L->tmp;
+        return;
+    }
+    group all = {0};
+    for (int k = 0; k < nkeep; k++)
+        if (label_size[keep[k]] > 1)
+            all.id[all.n++] = keep[k];
+    const group *one[1] = {&all};
+    compact_axes(one, 1, label_size, &L->c);
+    int64_t scm, scn;
+    int ok = fuse(&L->c, &o->m, label_size, &scm) &&
+             fuse(&L->c, &o->n, label_size, &scn) &&
+             kind_ok_c(p->kind, p, scm, scn);
+    if (!ok) {
+        L->post = 1;
+        L->cost += L->c.elems;
+    }
+}
+
+static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
+                     const orders *o, const int *keep, int nkeep, int fixed,
+                     const int64_t *label_size, layout *L)
+{
+    L->cost = 0;
+    layout_operand(p, &ax[0], nsum[0], o, 0, label_size, L);
+    if (p->kind != EB_KIND_COPY)
+        layout_operand(p, &ax[1], nsum[1], o, 1, label_size, L);
+    layout_output(p, o, keep, nkeep, fixed, label_size, L);
+}
+
+static eb_kind pick_kind(const eb_plan *p)
+{
+    if (p->M == 1 && p->N == 1 && p->K == 1)
+        return EB_KIND_MUL;
+    if (p->K == 1)
+        return EB_KIND_OUTER;
+    if (p->M == 1 && p->N == 1)
+        return EB_KIND_DOT;
+    if (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK)
+        return EB_KIND_SMALL_GEMM;
+    if (p->M == 1 || p->N == 1)
+        return EB_KIND_GEMV;
+    return EB_KIND_GEMM;
+}
+
+/* An xform from `in` into the compact layout `out`, summing `sum`. */
+static void make_xform(const axes *in, const axes *out, const group *sum,
+                       eb_xform *x)
+{
+    x->rank = out->n;
+    for (int d = 0; d < out->n; d++) {
+        x->shape[d] = out->size[d];
+        x->in_stride[d] = stride_of(in, out->id[d]);
+    }
+    x->red_rank = sum->n;
+    for (int e = 0; e < sum->n; e++) {
+        int k = find(in->id, in->n, sum->id[e]);
+        x->red_shape[e] = in->size[k];
+        x->red_stride[e] = in->stride[k];
+    }
+    eb_xform_simplify(x);
+}
+
+/* Classify the labels of both operands into the groups of the plan. */
+static void classify(const axes *ax, int two, const int *keep, int nkeep,
+                     group *b, group *m, group *k, group *n, group *sum)
+{
+    b->n = m->n = k->n = n->n = sum[0].n = sum[1].n = 0;
+    for (int s = 0; s < (two ? 2 : 1); s++)
+        for (int q = 0; q < ax[s].n; q++) {
+            int l = ax[s].id[q];
+            int in_other = two && find(ax[1 - s].id, ax[1 - s].n, l) >= 0;
+            int kept = find(keep, nkeep, l) >= 0;
+            if (in_other && s == 1)
+                continue; /* classified from A */
+            if (in_other)
+                (kept ? b : k)->id[(kept ? b : k)->n++] = l;
+            else if (kept)
+                (s == 0 ? m : n)->id[(s == 0 ? m : n)->n++] = l;
+            else
+                sum[s].id[sum[s].n++] = l;
+        }
+}
+
+eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
+                           int nkeep, int fixed_order,
+                           const int64_t *label_size, eb_plan *p,
+                           eb_error *err)
+{
+    if (a->rank > EB_MAX_RANK || (b && b->rank > EB_MAX_RANK) ||
+        nkeep > EB_MAX_RANK)
+        return eb_error_set(err, EB_ERR_UNSUPPORTED,
+                            "a step has more than %d labels", EB_MAX_RANK);
+    memset(p, 0, offsetof(eb_plan, bshape));
+    axes ax[2];
+    merge_view(a, &ax[0]);
+    if (b)
+        merge_view(b, &ax[1]);
+    else
+        ax[1].n = 0;
+    group gb, gm, gk, gn, sum[2];
+    classify(ax, b != NULL, keep, nkeep, &gb, &gm, &gk, &gn, sum);
+    p->nbatch = group_size(&gb, label_size);
+    p->M = group_size(&gm, label_size);
+    p->N = group_size(&gn, label_size);
+    p->K = group_size(&gk, label_size);
+    p->kind = b ? pick_kind(p) : EB_KIND_COPY;
+    /* Candidate orders: led by the operands' memory order, or by the
+     * required output order; contracted labels in A's or B's order. */
+    orders cand[4];
+    int nc = 0;
+    for (int lead = 0; lead < (fixed_order ? 2 : 1); lead++)
+        for (int kb = 0; kb < (b ? 2 : 1); kb++) {
+            orders *o = &cand[nc++];
+            if (lead == 0) {
+                order_by(&gb, &ax[0], &o->b);
+                order_by(&gm, &ax[0], &o->m);
+                order_by(&gn, &ax[1], &o->n);
+            } else {
+                order_by_ids(&gb, keep, nkeep, &o->b);
+                order_by_ids(&gm, keep, nkeep, &o->m);
+                order_by_ids(&gn, keep, nkeep, &o->n);
+            }
+            order_by(&gk, &ax[kb], &o->k);
+        }
+    int nsum[2] = {sum[0].n, sum[1].n};
+    layout best, L;
+    int bi = 0;
+    for (int c = 0; c < nc; c++) {
+        evaluate(p, ax, nsum, &cand[c], keep, nkeep, fixed_order, label_size,
+                 &L);
+        if (c == 0 || L.cost < best.cost) {
+            best = L;
+            bi = c;
+        }
+    }
+    const orders *o = &cand[bi];
+    for (int s = 0; s < (b ? 2 : 1); s++) {
+        p->prep[s] = best.prep[s];
+        if (p->prep[s]) {
+            make_xform(&ax[s], &best.lay[s], &sum[s], &p->xf[s]);
+            p->prep_elems[s] = best.lay[s].elems;
+        }
+    }
+    /* Output labels: the layout's (size > 1) then the size-1 kept labels. */
+    if (fixed_order) {
+        p->out_rank = nkeep;
+        memcpy(p->out_ids, keep, (size_t)nkeep * sizeof(int));
+    } else {
+        p->out_rank = best.c.n;
+        memcpy(p->out_ids, best.c.id, (size_t)best.c.n * sizeof(int));
+        for (int k = 0; k < nkeep; k++)
+            if (label_size[keep[k]] == 1)
+                p->out_ids[p->out_rank++] = keep[k];
+    }
+    p->out_elems = best.c.elems;
+    p->post = best.post;
+    const axes *kc = p->post ? &best.tmp : &best.c;
+    if (p->post) {
+        group none = {0};
+        make_xform(&best.tmp, &best.c, &none, &p->xf_post);
+        p->tmp_elems = best.tmp.elems;
+    }
+    if (p->kind == EB_KIND_COPY) {
+        /* The prep xform writes the output directly. */
+        make_xform(&ax[0], &best.c, &sum[0], &p->xf[0]);
+        p->prep[0] = 0;
+        p->prep_elems[0] = 0;
+        p->post = 0;
+        p->flops = (double)ax[0].elems;
+        return EB_OK;
+    }
+    p->nb = gb.n;
+    for (int q = 0; q < gb.n; q++) {
+        int l = o->b.id[q];
+        p->bshape[q] = label_size[l];
+        p->bstride[0][q] = stride_of(&best.lay[0], l);
+        p->bstride[1][q] = stride_of(&best.lay[1], l);
+        p->bstride[2][q] = stride_of(kc, l);
+    }
+    fuse(&best.lay[0], &o->m, label_size, &p->sam);
+    fuse(&best.lay[0], &o->k, label_size, &p->sak);
+    fuse(&best.lay[1], &o->k, label_size, &p->sbk);
+    fuse(&best.lay[1], &o->n, label_size, &p->sbn);
+    fuse(kc, &o->m, label_size, &p->scm);
+    fuse(kc, &o->n, label_size, &p->scn);
+    double all = (double)p->nbatch * (double)p->M * (double)p->N * (double)p->K;
+    for (int s = 0; s < 2; s++)
+        for (int q = 0; q < sum[s].n; q++)
+            all *= (double)label_size[sum[s].id[q]];
+    p->flops = all * ((gk.n || sum[0].n || sum[1].n) ? 2 : 1);
+    return EB_OK;
+}
+
+/* GEMM with general strides mapped onto row-major CBLAS. */
+static void gemm_strided(const eb_plan *p, const double *a, const double *b,
+                         double *c)
+{
+    if (p->scn == 1) {
+        eb_blas_gemm(p->sak != 1, p->sbn != 1, p->M, p->N, p->K, a,
+                     p->sak == 1 ? p->sam : p->sak, b,
+                     p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
+    } else {
+        /* C is column-major: compute C^T[N,M] = B^T A^T. */
+        eb_blas_gemm(p->sbk != 1, p->sam != 1, p->N, p->M, p->K, b,
+                     p->sbk == 1 ? p->sbn : p->sbk, a,
+                     p->sam == 1 ? p->sak : p->sam, c, p->scn);
+    }
+}
+
+static void gemv_strided(const eb_plan *p, const double *a, const double *b,
+                         double *c)
+{
+    if (p->N == 1) {
+        /* y[M] = A[M,K] x[K] */
+        int trans = p->sak != 1;
+        eb_blas_gemv(trans, p->M, p->K, a, trans ? p->sak : p->sam, b, p->sbk,
+                     c, p->scm);
+    } else {
+        /* y[N] = B[K,N]^T x[K] */
+        int trans = p->sbn == 1;
+        eb_blas_gemv(trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a, p->sak,
+                     c, p->scn);
+    }
+}
+
+/* One batch element of the main kernel. */
+static void kernel_one(const eb_plan *p, const double *a, const double *b,
+                       double *c, eb_exec_counters *cnt)
+{
+    switch (p->kind) {
+    case EB_KIND_MUL:
+        *c = *a * *b;
+        break;
+    case EB_KIND_OUTER:
+        eb_kern_outer(p->M, p->N, a, p->sam, b, p->sbn, c, p->scm, p->scn);
+        break;
+    case EB_KIND_DOT:
+        *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        break;
+    case EB_KIND_SMALL_GEMM:
+        eb_kern_small_gemm(p->M, p->N, p->K, a, p->sam, p->sak, b, p->sbk,
+                           p->sbn, c, p->scm, p->scn);
+        break;
+    case EB_KIND_GEMV:
+        gemv_strided(p, a, b, c);
+        cnt->blas_calls++;
+        break;
+    case EB_KIND_GEMM:
+        gemm_strided(p, a, b, c);
+        cnt->blas_calls++;
+        cnt->gemm_calls++;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Elementwise over batch dims: the innermost batch dim is one strided run. */
+static void run_mul(const eb_plan *p, const double *a, const double *b,
+                    double *c)
+{
+    if (p->nb == 0) {
+        *c = *a * *b;
+        return;
+    }
+    int last = p->nb - 1;
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (;;) {
+        eb_kern_mul_strided(p->bshape[last], a + oa, p->bstride[0][last],
+                            b + ob, p->bstride[1][last], c + oc,
+                            p->bstride[2][last]);
+        int d = last - 1;
+        for (; d >= 0; d--) {
+            oa += p->bstride[0][d];
+            ob += p->bstride[1][d];
+            oc += p->bstride[2][d];
+            if (++idx[d] < p->bshape[d])
+                break;
+            oa -= p->bstride[0][d] * p->bshape[d];
+            ob -= p->bstride[1][d] * p->bshape[d];
+            oc -= p->bstride[2][d] * p->bshape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+static void run_batched(const eb_plan *p, const double *a, const double *b,
+                        double *c, eb_exec_counters *cnt)
+{
+    if (p->kind == EB_KIND_MUL) {
+        run_mul(p, a, b, c);
+        return;
+    }
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (;;) {
+        kernel_one(p, a + oa, b + ob, c + oc, cnt);
+        int d = p->nb - 1;
+        for (; d >= 0; d--) {
+            oa += p->bstride[0][d];
+            ob += p->bstride[1][d];
+            oc += p->bstride[2][d];
+            if (++idx[d] < p->bshape[d])
+                break;
+            oa -= p->bstride[0][d] * p->bshape[d];
+            ob -= p->bstride[1][d] * p->bshape[d];
+            oc -= p->bstride[2][d] * p->bshape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
+                      double *prep0, double *prep1, double *tmp, double *out,
+                      eb_exec_counters *cnt)
+{
+    if (p->kind == EB_KIND_COPY) {
+        eb_kern_xform(&p->xf[0], a, out);
+        cnt->permuted_elems += p->out_elems;
+        return;
+    }
+    if (p->prep[0]) {
+        eb_kern_xform(&p->xf[0], a, prep0);
+        cnt->permuted_elems += p->prep_elems[0];
+        a = prep0;
+    }
+    if (p->prep[1]) {
+        eb_kern_xform(&p->xf[1], b, prep1);
+        cnt->permuted_elems += p->prep_elems[1];
+        b = prep1;
+    }
+    double *c = p->post ? tmp : out;
+    run_batched(p, a, b, c, cnt);
+    if (p->post) {
+        eb_kern_xform(&p->xf_post, tmp, out);
+        cnt->permuted_elems += p->out_elems;
+    }
+}

@@ -1,0 +1,90 @@
+/*
+ * contract: one binary contraction (one path step): classify labels, choose
+ * operand and output layouts, pick the cheapest correct kernel, execute.
+ *
+ * Planning (eb_contract_plan) is pure: it reads two labelled views and the
+ * labels the result keeps, and fills an eb_plan without allocating. The
+ * plan says which scratch buffers it needs (prep[0], prep[1], tmp) and how
+ * large the output is. Execution (eb_contract_exec) only moves data and
+ * calls kernels. Eager mode plans at call time; trace mode plans once.
+ *
+ * Label classes of a step (DESIGN 4.1): batch (in both operands and kept),
+ * contracted (in both, summed), free-left / free-right (in one operand and
+ * kept), summed out of one operand (in one operand only, not kept; reduced
+ * before the main kernel), and repeated inside one operand (a diagonal:
+ * the view's strides are added, no copy).
+ */
+#ifndef EB_CONTRACT_H
+#define EB_CONTRACT_H
+
+#include <stdint.h>
+
+#include "kernels.h"
+#include "tensor.h"
+
+typedef enum {
+    EB_KIND_COPY,       /* single operand: permute and/or reduce only */
+    EB_KIND_MUL,        /* elementwise multiply (batch labels only) */
+    EB_KIND_OUTER,      /* no contracted label */
+    EB_KIND_DOT,        /* contracted labels only (per batch) */
+    EB_KIND_GEMV,       /* one side has no free label */
+    EB_KIND_GEMM,       /* cblas_dgemm per batch */
+    EB_KIND_SMALL_GEMM, /* own kernel: many tiny matrices */
+    EB_KIND_COUNT
+} eb_kind;
+
+const char *eb_kind_name(eb_kind k);
+
+/* Counters an execution adds to (per sample, reported in records). */
+typedef struct {
+    int64_t gemm_calls;      /* cblas_dgemm calls */
+    int64_t blas_calls;      /* all BLAS calls, including gemm */
+    int64_t permuted_elems;  /* elements written by permutations/reductions */
+} eb_exec_counters;
+
+typedef struct {
+    eb_kind kind;
+    int64_t nbatch, M, N, K;      /* B = product of batch sizes */
+    /* Operand preparation: prep[s] set means operand s is first permuted
+     * and/or reduced by xf[s] into a compact scratch of prep_elems[s]. */
+    int prep[2];
+    eb_xform xf[2];
+    int64_t prep_elems[2];
+    /* Batch dims and per-operand strides (0: A, 1: B, 2: C). */
+    int nb;
+    int64_t bshape[EB_MAX_RANK];
+    int64_t bstride[3][EB_MAX_RANK];
+    /* Fused matrix strides after preparation. */
+    int64_t sam, sak, sbk, sbn, scm, scn;
+    /* Output: compact over out_ids (in this order). When post is set, the
+     * kernel writes a scratch of tmp_elems in its natural layout and xf_post
+     * permutes it into the output. */
+    int out_rank;
+    int out_ids[EB_MAX_RANK];
+    int64_t out_elems;
+    int post;
+    eb_xform xf_post;
+    int64_t tmp_elems;
+    double flops;                 /* opt_einsum convention */
+} eb_plan;
+
+/*
+ * Plan C = contract(A, B) keeping the labels keep[0..nkeep-1].
+ * fixed_order: 1 = the output must be in exactly the order of keep;
+ * 0 = the planner picks the order (written to plan->out_ids).
+ * b may be NULL for a single-operand step (EB_KIND_COPY).
+ * Returns EB_ERR_UNSUPPORTED (with a message) only for ranks beyond
+ * EB_MAX_RANK.
+ */
+eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
+                           int nkeep, int fixed_order,
+                           const int64_t *label_size, eb_plan *plan,
+                           eb_error *err);
+
+/* Execute a plan. prep0/prep1/tmp are scratch buffers of the sizes the plan
+ * asks for (NULL where not needed); out has plan->out_elems elements. */
+void eb_contract_exec(const eb_plan *plan, const double *a, const double *b,
+                      double *prep0, double *prep1, double *tmp, double *out,
+                      eb_exec_counters *cnt);
+
+#endif

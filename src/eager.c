@@ -1,0 +1,211 @@
+/* eager: step-by-step execution with planning at call time. */
+#include "eager.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule.h"
+
+typedef struct {
+    eb_view v;
+    double *buf; /* pool buffer, NULL for an input */
+} operand;
+
+typedef struct {
+    const eb_instance *inst;
+    const eb_path *path;
+    const eb_view *inputs;
+    eb_pool *pool;
+    operand *live;      /* num_tensors entries */
+    int *refcount;      /* per label: live operands holding it (+1 output) */
+    int *refcount0;     /* refcount before the first step */
+    double *result;     /* output of the last run, still held */
+    eb_step_desc *descs; /* describe mode: plan only, no data */
+} eager_ctx;
+
+/* Labels of an operand counted once. */
+static void count_labels(int *refcount, const eb_view *v, int delta)
+{
+    int u[EB_MAX_RANK];
+    int n = eb_unique_labels(v->ids, v->rank, u);
+    for (int k = 0; k < n; k++)
+        refcount[u[k]] += delta;
+}
+
+/* Plan, fetch buffers and execute one contraction; *res gets the result. */
+static eb_status do_step(eager_ctx *c, int s, const operand *a,
+                         const operand *b, const int *keep, int nkeep,
+                         int fixed, operand *res, eb_exec_counters *cnt,
+                         eb_error *err)
+{
+    eb_plan plan;
+    eb_status st = eb_contract_plan(&a->v, b ? &b->v : NULL, keep, nkeep,
+                                    fixed, c->inst->label_size, &plan, err);
+    if (st)
+        return st;
+    if (c->descs) {
+        eb_step_desc *d = &c->descs[s];
+        d->plan = plan;
+        d->a_rank = a->v.rank;
+        memcpy(d->a_ids, a->v.ids, (size_t)a->v.rank * sizeof(int));
+        d->b_rank = b ? b->v.rank : -1;
+        if (b)
+            memcpy(d->b_ids, b->v.ids, (size_t)b->v.rank * sizeof(int));
+        eb_view_compact(&res->v, NULL, plan.out_ids, plan.out_rank,
+                        c->inst->label_size);
+        res->buf = NULL;
+        return EB_OK;
+    }
+    double *p0 = plan.prep[0] ? eb_pool_get(c->pool, plan.prep_elems[0]) : NULL;
+    double *p1 = plan.prep[1] ? eb_pool_get(c->pool, plan.prep_elems[1]) : NULL;
+    double *tmp = plan.post ? eb_pool_get(c->pool, plan.tmp_elems) : NULL;
+    double *out = eb_pool_get(c->pool, plan.out_elems);
+    if ((plan.prep[0] && !p0) || (plan.prep[1] && !p1) || (plan.post && !tmp) ||
+        !out) {
+        eb_pool_put(c->pool, p0);
+        eb_pool_put(c->pool, p1);
+        eb_pool_put(c->pool, tmp);
+        eb_pool_put(c->pool, out);
+        return eb_error_set(err, EB_ERR_NOMEM,
+                            "out of memory for a step output of %lld elements",
+                            (long long)plan.out_elems);
+    }
+    eb_contract_exec(&plan, a->v.data, b ? b->v.data : NULL, p0, p1, tmp, out,
+                     cnt);
+    eb_pool_put(c->pool, p0);
+    eb_pool_put(c->pool, p1);
+    eb_pool_put(c->pool, tmp);
+    eb_view_compact(&res->v, out, plan.out_ids, plan.out_rank,
+                    c->inst->label_size);
+    res->buf = out;
+    return EB_OK;
+}
+
+static eb_status eager_run(void *vctx, const double **out,
+                           eb_exec_counters *cnt, eb_error *err)
+{
+    eager_ctx *c = vctx;
+    const eb_instance *inst = c->inst;
+    int n = inst->num_tensors, nlive = n;
+    memcpy(c->refcount, c->refcount0, (size_t)inst->num_labels * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        c->live[k].v = c->inputs[k];
+        c->live[k].buf = NULL;
+    }
+    operand res;
+    if (c->path->num_steps == 0) {
+        eb_status st = do_step(c, 0, &c->live[0], NULL, inst->output.ids,
+                               inst->output.rank, 1, &res, cnt, err);
+        if (st)
+            return st;
+        c->result = res.buf;
+        *out = res.buf;
+        return EB_OK;
+    }
+    for (int s = 0; s < c->path->num_steps; s++) {
+        int i = c->path->steps[s].i, j = c->path->steps[s].j;
+        operand a = c->live[i], b = c->live[j];
+        int fixed = s == c->path->num_steps - 1;
+        int keep[EB_MAX_RANK];
+        int nkeep, summed;
+        if (fixed) {
+            nkeep = inst->output.rank;
+            memcpy(keep, inst->output.ids, (size_t)nkeep * sizeof(int));
+        } else {
+            nkeep = eb_keep_labels(a.v.ids, a.v.rank, b.v.ids, b.v.rank,
+                                   c->refcount, keep, &summed);
+        }
+        eb_status st = do_step(c, s, &a, &b, keep, nkeep, fixed, &res, cnt,
+                               err);
+        if (st)
+            return st;
+        eb_pool_put(c->pool, a.buf);
+        eb_pool_put(c->pool, b.buf);
+        count_labels(c->refcount, &a.v, -1);
+        count_labels(c->refcount, &b.v, -1);
+        count_labels(c->refcount, &res.v, +1);
+        int hi = i > j ? i : j, lo = i > j ? j : i;
+        memmove(c->live + hi, c->live + hi + 1,
+                (size_t)(nlive - hi - 1) * sizeof(operand));
+        memmove(c->live + lo, c->live + lo + 1,
+                (size_t)(nlive - lo - 2) * sizeof(operand));
+        nlive -= 2;
+        c->live[nlive++] = res;
+    }
+    c->result = c->live[0].buf;
+    *out = c->result;
+    return EB_OK;
+}
+
+static void eager_release(void *vctx)
+{
+    eager_ctx *c = vctx;
+    eb_pool_put(c->pool, c->result);
+    c->result = NULL;
+}
+
+static void eager_destroy(void *vctx)
+{
+    eager_ctx *c = vctx;
+    if (!c)
+        return;
+    free(c->live);
+    free(c->refcount);
+    free(c->refcount0);
+    free(c);
+}
+
+eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
+                          const eb_view *inputs, eb_pool *pool,
+                          eb_executor *ex, eb_error *err)
+{
+    eb_status st = eb_path_validate(path, inst->num_tensors, inst->file,
+                                    path->strategy, err);
+    if (st)
+        return st;
+    eager_ctx *c = calloc(1, sizeof *c);
+    size_t nl = (size_t)(inst->num_labels ? inst->num_labels : 1);
+    if (c) {
+        c->live = malloc((size_t)inst->num_tensors * sizeof *c->live);
+        c->refcount = calloc(nl, sizeof(int));
+        c->refcount0 = calloc(nl, sizeof(int));
+    }
+    if (!c || !c->live || !c->refcount || !c->refcount0) {
+        eager_destroy(c);
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    c->inst = inst;
+    c->path = path;
+    c->inputs = inputs;
+    c->pool = pool;
+    for (int k = 0; k < inst->num_tensors; k++)
+        count_labels(c->refcount0, &inputs[k], +1);
+    for (int q = 0; q < inst->output.rank; q++)
+        c->refcount0[inst->output.ids[q]]++;
+    *ex = (eb_executor){.ctx = c, .mode = "eager", .run = eager_run,
+                        .release = eager_release, .destroy = eager_destroy};
+    return EB_OK;
+}
+
+eb_status eb_eager_describe(const eb_instance *inst, const eb_path *path,
+                            eb_step_desc *descs, eb_error *err)
+{
+    eb_executor ex;
+    eb_view *views = malloc((size_t)inst->num_tensors * sizeof *views);
+    if (!views)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < inst->num_tensors; k++)
+        eb_view_compact(&views[k], NULL, inst->inputs[k].ids,
+                        inst->inputs[k].rank, inst->label_size);
+    eb_status st = eb_eager_create(inst, path, views, NULL, &ex, err);
+    if (!st) {
+        eager_ctx *c = ex.ctx;
+        c->descs = descs;
+        const double *out;
+        eb_exec_counters cnt = {0};
+        st = eager_run(c, &out, &cnt, err);
+        eager_destroy(c);
+    }
+    free(views);
+    return st;
+}

@@ -1,0 +1,35 @@
+/*
+ * eager: execution mode that replays the stored path step by step like an
+ * eager framework. Each step derives its binary subscripts (the kept-label
+ * rule), plans its layout and kernel, and takes its buffers from the scope's
+ * pool at call time (DESIGN 4.2).
+ *
+ * Ownership: the executor borrows inst, path, the input views and the pool
+ * (all must outlive it) and owns only its small workspace.
+ */
+#ifndef EB_EAGER_H
+#define EB_EAGER_H
+
+#include "exec.h"
+#include "pool.h"
+#include "tensor.h"
+
+eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
+                          const eb_view *inputs, eb_pool *pool,
+                          eb_executor *ex, eb_error *err);
+
+/* What eager mode decides at one step, for `plan`. */
+typedef struct {
+    eb_plan plan;
+    int a_rank, b_rank;          /* b_rank -1: single-operand step */
+    int a_ids[EB_MAX_RANK], b_ids[EB_MAX_RANK];
+} eb_step_desc;
+
+/*
+ * Walk the path as a run would, planning every step without data. descs has
+ * max(num_steps, 1) entries. The plans are exactly those a run makes.
+ */
+eb_status eb_eager_describe(const eb_instance *inst, const eb_path *path,
+                            eb_step_desc *descs, eb_error *err);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * exec: the one interface every execution mode implements, so that the
+ * measurement loop (bench) does not know which mode it drives.
+ *
+ * Life cycle, all inside one execution scope:
+ *   create (eager: workspace; trace: compile)  -- before warmups
+ *   run + release, once per warmup or sample   -- the timed region
+ *   destroy                                     -- after the last sample
+ * run() leaves the final output readable through *out until the next run,
+ * even after release().
+ */
+#ifndef EB_EXEC_H
+#define EB_EXEC_H
+
+#include "contract.h"
+#include "pool.h"
+#include "tensor.h"
+
+typedef enum { EB_MODE_EAGER, EB_MODE_TRACE, EB_MODE_COUNT } eb_mode;
+
+const char *eb_mode_name(eb_mode m);
+
+typedef struct eb_executor {
+    void *ctx;
+    const char *mode;   /* "eager" or "trace" */
+    eb_status (*run)(void *ctx, const double **out, eb_exec_counters *cnt,
+                     eb_error *err);
+    void (*release)(void *ctx);
+    void (*destroy)(void *ctx);
+    double compile_ms;  /* time spent in create, 0 for eager */
+    int64_t static_bytes; /* memory the executor planned ahead (trace arena) */
+} eb_executor;
+
+/* Create the executor of a mode for one instance, path and set of inputs,
+ * drawing memory from pool (all borrowed; they must outlive it). Trace mode
+ * compiles here. */
+eb_status eb_exec_create(eb_mode mode, const eb_instance *inst,
+                         const eb_path *path, const eb_view *inputs,
+                         eb_pool *pool, eb_executor *ex, eb_error *err);
+
+/* Destroy an executor made by eb_exec_create (safe on a zeroed one). */
+void eb_exec_destroy(eb_executor *ex);
+
+#endif

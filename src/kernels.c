@@ -1,0 +1,234 @@
+/* kernels: elementwise, outer, dot, small GEMM, permutation/reduction. */
+#include "kernels.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+__attribute__((target("avx2"))) static void mul_avx2(int64_t n,
+                                                     const double *a,
+                                                     const double *b,
+                                                     double *c)
+{
+    int64_t i = 0;
+    /* Full vectors only in the main loop: 4 lanes x 4 registers. */
+    for (; i + 16 <= n; i += 16) {
+        __m256d x0 = _mm256_mul_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i));
+        __m256d x1 = _mm256_mul_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4));
+        __m256d x2 = _mm256_mul_pd(_mm256_loadu_pd(a + i + 8), _mm256_loadu_pd(b + i + 8));
+        __m256d x3 = _mm256_mul_pd(_mm256_loadu_pd(a + i + 12), _mm256_loadu_pd(b + i + 12));
+        _mm256_storeu_pd(c + i, x0);
+        _mm256_storeu_pd(c + i + 4, x1);
+        _mm256_storeu_pd(c + i + 8, x2);
+        _mm256_storeu_pd(c + i + 12, x3);
+    }
+    for (; i + 4 <= n; i += 4)
+        _mm256_storeu_pd(c + i, _mm256_mul_pd(_mm256_loadu_pd(a + i),
+                                              _mm256_loadu_pd(b + i)));
+    for (; i < n; i++)
+        c[i] = a[i] * b[i];
+}
+
+void eb_kern_mul(int64_t n, const double *a, const double *b, double *c)
+{
+    if (__builtin_cpu_supports("avx2")) {
+        mul_avx2(n, a, b, c);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        c[i] = a[i] * b[i];
+}
+
+void eb_kern_mul_strided(int64_t n, const double *a, int64_t sa,
+                         const double *b, int64_t sb, double *c, int64_t sc)
+{
+    if (sa == 1 && sb == 1 && sc == 1) {
+        eb_kern_mul(n, a, b, c);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        c[i * sc] = a[i * sa] * b[i * sb];
+}
+
+void eb_kern_outer(int64_t M, int64_t N, const double *a, int64_t sam,
+                   const double *b, int64_t sbn, double *c, int64_t scm,
+                   int64_t scn)
+{
+    if (scn == 1 && sbn == 1) {
+        for (int64_t m = 0; m < M; m++) {
+            double am = a[m * sam];
+            double *restrict cr = c + m * scm;
+            for (int64_t n = 0; n < N; n++)
+                cr[n] = am * b[n];
+        }
+        return;
+    }
+    for (int64_t m = 0; m < M; m++) {
+        double am = a[m * sam];
+        for (int64_t n = 0; n < N; n++)
+            c[m * scm + n * scn] = am * b[n * sbn];
+    }
+}
+
+double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
+                   int64_t sb)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t k = 0;
+    if (sa == 1 && sb == 1) {
+        for (; k + 4 <= K; k += 4) {
+            s0 += a[k] * b[k];
+            s1 += a[k + 1] * b[k + 1];
+            s2 += a[k + 2] * b[k + 2];
+            s3 += a[k + 3] * b[k + 3];
+        }
+    }
+    for (; k < K; k++)
+        s0 += a[k * sa] * b[k * sb];
+    return (s0 + s1) + (s2 + s3);
+}
+
+void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
+                        int64_t sam, int64_t sak, const double *b, int64_t sbk,
+                        int64_t sbn, double *c, int64_t scm, int64_t scn)
+{
+    if (sbn == 1 && scn == 1) {
+        /* Row of C accumulated in place: first k assigns, the rest add. */
+        for (int64_t m = 0; m < M; m++) {
+            double *restrict cr = c + m * scm;
+            const double *restrict br = b;
+            double am = a[m * sam];
+            for (int64_t n = 0; n < N; n++)
+                cr[n] = am * br[n];
+            for (int64_t k = 1; k < K; k++) {
+                am = a[m * sam + k * sak];
+                br = b + k * sbk;
+                for (int64_t n = 0; n < N; n++)
+                    cr[n] += am * br[n];
+            }
+        }
+        return;
+    }
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++)
+            c[m * scm + n * scn] = eb_kern_dot(K, a + m * sam, sak, b + n * sbn,
+                                               sbk);
+}
+
+void eb_xform_simplify(eb_xform *x)
+{
+    int r = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (x->shape[d] == 1)
+            continue;
+        if (r > 0 && x->in_stride[r - 1] == x->in_stride[d] * x->shape[d]) {
+            /* Contiguous in the input as in the output: merge into one. */
+            x->shape[r - 1] *= x->shape[d];
+            x->in_stride[r - 1] = x->in_stride[d];
+            continue;
+        }
+        x->shape[r] = x->shape[d];
+        x->in_stride[r] = x->in_stride[d];
+        r++;
+    }
+    x->rank = r;
+    int q = 0;
+    for (int e = 0; e < x->red_rank; e++) {
+        if (x->red_shape[e] == 1)
+            continue;
+        x->red_shape[q] = x->red_shape[e];
+        x->red_stride[q] = x->red_stride[e];
+        q++;
+    }
+    x->red_rank = q;
+}
+
+int64_t eb_xform_out_elems(const eb_xform *x)
+{
+    int64_t n = 1;
+    for (int d = 0; d < x->rank; d++)
+        n *= x->shape[d];
+    return n;
+}
+
+/* Sum over the reduced dims of in (offset base) into one row of out. */
+static void reduce_row(const eb_xform *x, const double *in, int64_t n,
+                       int64_t s, double *restrict out)
+{
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (int64_t j = 0; j < n; j++)
+        out[j] = in[j * s];
+    for (;;) {
+        int e = x->red_rank - 1;
+        for (; e >= 0; e--) {
+            off += x->red_stride[e];
+            if (++idx[e] < x->red_shape[e])
+                break;
+            off -= x->red_stride[e] * x->red_shape[e];
+            idx[e] = 0;
+        }
+        if (e < 0)
+            return;
+        const double *p = in + off;
+        for (int64_t j = 0; j < n; j++)
+            out[j] += p[j * s];
+    }
+}
+
+/* 2-D blocked transpose-copy for out[i][j] = in[i*si + j*sj]. */
+static void copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
+                    int64_t sj, double *restrict out, int64_t so)
+{
+    enum { T = 32 };
+    if (sj == 1 || nj < 8 || ni < 8) {
+        for (int64_t i = 0; i < ni; i++)
+            for (int64_t j = 0; j < nj; j++)
+                out[i * so + j] = in[i * si + j * sj];
+        return;
+    }
+    for (int64_t i0 = 0; i0 < ni; i0 += T)
+        for (int64_t j0 = 0; j0 < nj; j0 += T) {
+            int64_t ie = i0 + T < ni ? i0 + T : ni;
+            int64_t je = j0 + T < nj ? j0 + T : nj;
+            for (int64_t i = i0; i < ie; i++)
+                for (int64_t j = j0; j < je; j++)
+                    out[i * so + j] = in[i * si + j * sj];
+        }
+}
+
+void eb_kern_xform(const eb_xform *x, const double *in, double *out)
+{
+    if (x->rank == 0) {
+        reduce_row(x, in, 1, 0, out);
+        return;
+    }
+    int r = x->rank;
+    int64_t n = x->shape[r - 1], s = x->in_stride[r - 1];
+    /* Pure permutation with >= 2 dims: iterate 2-D tiles of the last two. */
+    int two_d = x->red_rank == 0 && r >= 2;
+    int outer = two_d ? r - 2 : r - 1;
+    int64_t ni = two_d ? x->shape[r - 2] : 1;
+    int64_t si = two_d ? x->in_stride[r - 2] : 0;
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t off = 0;
+    int64_t block = n * ni;
+    for (double *o = out;; o += block) {
+        if (two_d)
+            copy_2d(ni, n, in + off, si, s, o, n);
+        else if (x->red_rank == 0)
+            for (int64_t j = 0; j < n; j++)
+                o[j] = in[off + j * s];
+        else
+            reduce_row(x, in + off, n, s, o);
+        int d = outer - 1;
+        for (; d >= 0; d--) {
+            off += x->in_stride[d];
+            if (++idx[d] < x->shape[d])
+                break;
+            off -= x->in_stride[d] * x->shape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}

@@ -1,0 +1,61 @@
+/*
+ * kernels: the engine's own compute kernels (everything that is not BLAS).
+ *
+ * All kernels overwrite their output (beta = 0 semantics): an output is
+ * never read before it is written, so callers never zero it first. Strides
+ * are in elements and may be any value (including 0 for size-1 axes).
+ * Kernel symbols start with eb_kern_ so that profiles can group them.
+ */
+#ifndef EB_KERNELS_H
+#define EB_KERNELS_H
+
+#include <stdint.h>
+
+#include "instance.h"
+
+/* c[i] = a[i] * b[i] for contiguous arrays; AVX2 main loop when the CPU has
+ * it (chosen at run time), scalar tail. */
+void eb_kern_mul(int64_t n, const double *a, const double *b, double *c);
+
+/* c[i*sc] = a[i*sa] * b[i*sb]. */
+void eb_kern_mul_strided(int64_t n, const double *a, int64_t sa,
+                         const double *b, int64_t sb, double *c, int64_t sc);
+
+/* c[m*scm + n*scn] = a[m*sam] * b[n*sbn]. */
+void eb_kern_outer(int64_t M, int64_t N, const double *a, int64_t sam,
+                   const double *b, int64_t sbn, double *c, int64_t scm,
+                   int64_t scn);
+
+/* sum_k a[k*sa] * b[k*sb]. */
+double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
+                   int64_t sb);
+
+/* C[m,n] = sum_k A[m,k] B[k,n] with general strides, for small matrices
+ * where a BLAS call costs more than the arithmetic. K >= 1. */
+void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
+                        int64_t sam, int64_t sak, const double *b, int64_t sbk,
+                        int64_t sbn, double *c, int64_t scm, int64_t scn);
+
+/*
+ * A permutation with optional reduction: out is compact row-major over
+ * `rank` dims of `shape`; out[idx] = sum over the reduced dims of
+ * in[sum idx[d]*in_stride[d] + sum r[e]*red_stride[e]].
+ */
+typedef struct {
+    int rank;
+    int64_t shape[EB_MAX_RANK];
+    int64_t in_stride[EB_MAX_RANK];
+    int red_rank;
+    int64_t red_shape[EB_MAX_RANK];
+    int64_t red_stride[EB_MAX_RANK];
+} eb_xform;
+
+/* Drop size-1 dims and merge dims that are contiguous in both out and in. */
+void eb_xform_simplify(eb_xform *x);
+
+/* Elements written (product of shape). */
+int64_t eb_xform_out_elems(const eb_xform *x);
+
+void eb_kern_xform(const eb_xform *x, const double *in, double *out);
+
+#endif

@@ -1,0 +1,83 @@
+/* pool: best-fit reuse of page-touched, aligned buffers. */
+#include "pool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    double *buf;
+    int64_t cap; /* elements */
+    int in_use;
+} entry;
+
+struct eb_pool {
+    entry *e;
+    int n, cap;
+    int64_t bytes;
+    int64_t allocs;
+};
+
+eb_pool *eb_pool_create(void)
+{
+    return calloc(1, sizeof(eb_pool));
+}
+
+void eb_pool_destroy(eb_pool *pool)
+{
+    if (!pool)
+        return;
+    for (int k = 0; k < pool->n; k++)
+        free(pool->e[k].buf);
+    free(pool->e);
+    free(pool);
+}
+
+double *eb_pool_get(eb_pool *pool, int64_t elems)
+{
+    if (elems < 1)
+        elems = 1;
+    int best = -1;
+    for (int k = 0; k < pool->n; k++)
+        if (!pool->e[k].in_use && pool->e[k].cap >= elems &&
+            (best < 0 || pool->e[k].cap < pool->e[best].cap))
+            best = k;
+    if (best >= 0) {
+        pool->e[best].in_use = 1;
+        return pool->e[best].buf;
+    }
+    if (pool->n == pool->cap) {
+        int cap = pool->cap ? 2 * pool->cap : 16;
+        entry *p = realloc(pool->e, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        pool->e = p;
+        pool->cap = cap;
+    }
+    /* Round to whole 4 KiB pages: the tail would be wasted anyway. */
+    int64_t cap = (elems + 511) & ~(int64_t)511;
+    if ((uint64_t)cap > SIZE_MAX / sizeof(double))
+        return NULL;
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, (size_t)cap * sizeof(double)) != 0)
+        return NULL;
+    /* Touch every page now, outside the samples that will reuse it. */
+    memset(buf, 0, (size_t)cap * sizeof(double));
+    pool->e[pool->n++] = (entry){buf, cap, 1};
+    pool->bytes += cap * (int64_t)sizeof(double);
+    pool->allocs++;
+    return buf;
+}
+
+void eb_pool_put(eb_pool *pool, double *buf)
+{
+    if (!buf)
+        return;
+    for (int k = 0; k < pool->n; k++)
+        if (pool->e[k].buf == buf) {
+            pool->e[k].in_use = 0;
+            return;
+        }
+}
+
+int64_t eb_pool_bytes(const eb_pool *pool) { return pool->bytes; }
+int64_t eb_pool_system_allocs(const eb_pool *pool) { return pool->allocs; }

@@ -1,0 +1,330 @@
+/* report: the human table and the JSON-lines records. */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonw.h"
+
+/* ---- table -------------------------------------------------------------- */
+
+typedef struct {
+    char *instance, *strategy, *mode, *status, *error, *reused;
+    int tensors;
+    double log10_flops, log2_size, median_ms, iqr_ms, compile_ms;
+} row;
+
+typedef struct {
+    FILE *f;
+    eb_run_info info;
+    int has_info;
+    row *rows;
+    int n, cap;
+} table_ctx;
+
+static char *dup_or_null(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = malloc(strlen(s) + 1);
+    if (d)
+        strcpy(d, s);
+    return d;
+}
+
+static int table_begin(void *vctx, const eb_run_info *info)
+{
+    table_ctx *t = vctx;
+    t->info = *info;
+    t->has_info = 1;
+    return 0;
+}
+
+static int table_measurement(void *vctx, const eb_record *r)
+{
+    table_ctx *t = vctx;
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 32;
+        row *p = realloc(t->rows, (size_t)cap * sizeof *p);
+        if (!p)
+            return -1;
+        t->rows = p;
+        t->cap = cap;
+    }
+    row *w = &t->rows[t->n++];
+    memset(w, 0, sizeof *w);
+    w->instance = dup_or_null(r->instance);
+    w->strategy = dup_or_null(r->strategy ? r->strategy : "-");
+    w->mode = dup_or_null(r->mode ? r->mode : "-");
+    w->status = dup_or_null(r->status);
+    w->error = dup_or_null(r->error);
+    w->reused = dup_or_null(r->reused_from);
+    w->tensors = r->num_tensors;
+    w->log10_flops = r->log10_flops;
+    w->log2_size = r->log2_size;
+    w->median_ms = r->has_stats ? r->stats.median_ns / 1e6 : NAN;
+    w->iqr_ms = r->has_stats ? r->stats.iqr_ns / 1e6 : NAN;
+    w->compile_ms = r->compile_ms;
+    return 0;
+}
+
+static void print_header(table_ctx *t, const char *strategy, const char *mode)
+{
+    const eb_run_info *i = &t->info;
+    fprintf(t->f, "\n== strategy %s | backend einsum-bench | mode %s | "
+            "threads %d (openblas %d) | warmup %d | samples %d\n",
+            strategy, mode, i->threads, i->sys ? i->sys->blas_threads : -1,
+            i->warmups, i->samples);
+    fprintf(t->f, "%-52s %7s %10s %8s %12s %10s %12s\n", "Instance", "Tensors",
+            "log10FLOPS", "log2SIZE", "Median (ms)", "IQR (ms)",
+            "Compile (ms)");
+}
+
+static void print_row(FILE *f, const row *w)
+{
+    if (strcmp(w->status, "ok") != 0) {
+        fprintf(f, "%-52s %7d %10s %8s %12s  %s: %s\n", w->instance, w->tensors,
+                "-", "-", w->status, w->status,
+                w->error ? w->error : "");
+        return;
+    }
+    fprintf(f, "%-52s %7d %10.4f %8.4f %12.3f %10.3f %12.3f", w->instance,
+            w->tensors, w->log10_flops, w->log2_size, w->median_ms, w->iqr_ms,
+            w->compile_ms);
+    if (w->reused)
+        fprintf(f, "  (same path as %s)", w->reused);
+    fputc('\n', f);
+}
+
+static int table_finish(void *vctx)
+{
+    table_ctx *t = vctx;
+    /* Sections in order of first appearance of (strategy, mode). */
+    char *done = calloc((size_t)(t->n ? t->n : 1), 1);
+    if (!done)
+        return -1;
+    for (int a = 0; a < t->n; a++) {
+        if (done[a])
+            continue;
+        print_header(t, t->rows[a].strategy, t->rows[a].mode);
+        for (int b = a; b < t->n; b++)
+            if (!done[b] && strcmp(t->rows[b].strategy, t->rows[a].strategy) == 0 &&
+                strcmp(t->rows[b].mode, t->rows[a].mode) == 0) {
+                print_row(t->f, &t->rows[b]);
+                done[b] = 1;
+            }
+    }
+    free(done);
+    fflush(t->f);
+    return ferror(t->f) ? -1 : 0;
+}
+
+static void table_destroy(void *vctx)
+{
+    table_ctx *t = vctx;
+    if (!t)
+        return;
+    for (int k = 0; k < t->n; k++) {
+        row *w = &t->rows[k];
+        free(w->instance);
+        free(w->strategy);
+        free(w->mode);
+        free(w->status);
+        free(w->error);
+        free(w->reused);
+    }
+    free(t->rows);
+    free(t);
+}
+
+eb_status eb_report_table(FILE *f, eb_reporter *out, eb_error *err)
+{
+    table_ctx *t = calloc(1, sizeof *t);
+    if (!t)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    t->f = f;
+    *out = (eb_reporter){t, table_begin, table_measurement, table_finish,
+                         table_destroy};
+    return EB_OK;
+}
+
+/* ---- JSON lines --------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    int owns;
+    eb_jw *w;
+} jsonl_ctx;
+
+static int jsonl_begin(void *vctx, const eb_run_info *i)
+{
+    jsonl_ctx *j = vctx;
+    eb_jw_reset(j->w);
+    eb_jw_obj_begin(j->w, NULL);
+    eb_jw_str(j->w, "type", "run");
+    eb_jw_str(j->w, "backend", "einsum-bench");
+    eb_jw_str(j->w, "command", i->command);
+    eb_jw_str(j->w, "modes", i->modes);
+    eb_jw_str(j->w, "strategies", i->strategies);
+    eb_jw_str(j->w, "fill", i->fill);
+    eb_jw_int(j->w, "threads", i->threads);
+    eb_jw_int(j->w, "warmups", i->warmups);
+    eb_jw_int(j->w, "samples", i->samples);
+    eb_jw_bool(j->w, "reexec", i->reexec);
+    if (i->sys)
+        eb_sysinfo_json(i->sys, j->w);
+    eb_jw_obj_end(j->w);
+    return eb_jw_write_line(j->w, j->f);
+}
+
+static void ms(eb_jw *w, const char *key, int has, double ns)
+{
+    if (has)
+        eb_jw_num(w, key, ns / 1e6);
+    else
+        eb_jw_null(w, key);
+}
+
+static void int_array(eb_jw *w, const char *key, const int64_t *v, int n)
+{
+    if (!v) {
+        eb_jw_null(w, key);
+        return;
+    }
+    eb_jw_arr_begin(w, key);
+    for (int k = 0; k < n; k++)
+        eb_jw_int(w, NULL, v[k]);
+    eb_jw_arr_end(w);
+}
+
+static void jsonl_stats(eb_jw *w, const eb_record *r)
+{
+    int h = r->has_stats;
+    int_array(w, "samples_ns", h ? r->samples_ns : NULL, r->samples);
+    ms(w, "median_ms", h, r->stats.median_ns);
+    ms(w, "iqr_ms", h, r->stats.iqr_ns);
+    ms(w, "min_ms", h, r->stats.min_ns);
+    ms(w, "max_ms", h, r->stats.max_ns);
+    ms(w, "mean_ms", h, r->stats.mean_ns);
+    ms(w, "mad_ms", h, r->stats.mad_ns);
+    if (h)
+        eb_jw_num(w, "compile_ms", r->compile_ms);
+    else
+        eb_jw_null(w, "compile_ms");
+    int_array(w, "minflt", h ? r->minflt : NULL, r->samples);
+    if (h && r->minflt) {
+        int64_t *tmp = malloc((size_t)r->samples * sizeof *tmp);
+        eb_stats s;
+        if (tmp) {
+            eb_stats_compute(r->minflt, r->samples, tmp, &s);
+            eb_jw_num(w, "minflt_median", s.median_ns);
+            free(tmp);
+        }
+    } else {
+        eb_jw_null(w, "minflt_median");
+    }
+}
+
+static void jsonl_costs(eb_jw *w, const eb_record *r)
+{
+    int h = r->has_stats;
+    eb_jw_num(w, "flops", r->flops);
+    eb_jw_num(w, "log10_flops", r->log10_flops);
+    eb_jw_num(w, "log2_size", r->log2_size);
+    eb_jw_num(w, "stored_log10_flops", r->stored_log10_flops);
+    eb_jw_num(w, "stored_log2_size", r->stored_log2_size);
+    if (h && r->stats.median_ns > 0)
+        eb_jw_num(w, "gflops", r->flops / r->stats.median_ns);
+    else
+        eb_jw_null(w, "gflops");
+    if (h) {
+        eb_jw_int(w, "peak_bytes", r->peak_bytes);
+        eb_jw_int(w, "gemm_calls", r->gemm_calls);
+        eb_jw_int(w, "blas_calls", r->blas_calls);
+        eb_jw_int(w, "permuted_elems", r->permuted_elems);
+    } else {
+        eb_jw_null(w, "peak_bytes");
+        eb_jw_null(w, "gemm_calls");
+        eb_jw_null(w, "blas_calls");
+        eb_jw_null(w, "permuted_elems");
+    }
+}
+
+static int jsonl_measurement(void *vctx, const eb_record *r)
+{
+    jsonl_ctx *j = vctx;
+    eb_jw *w = j->w;
+    eb_jw_reset(w);
+    eb_jw_obj_begin(w, NULL);
+    eb_jw_str(w, "type", "measurement");
+    eb_jw_str(w, "backend", "einsum-bench");
+    eb_jw_str(w, "instance", r->instance);
+    eb_jw_str(w, "instance_file", r->instance_file);
+    eb_jw_str(w, "strategy", r->strategy);
+    eb_jw_str(w, "mode", r->mode);
+    eb_jw_str(w, "status", r->status);
+    eb_jw_str(w, "error", r->error);
+    eb_jw_str(w, "path_source", r->path_source);
+    eb_jw_str(w, "path_digest", r->path_digest);
+    eb_jw_str(w, "reused_from", r->reused_from);
+    eb_jw_int(w, "num_tensors", r->num_tensors);
+    eb_jw_int(w, "threads", r->threads);
+    eb_jw_int(w, "openblas_threads", r->openblas_threads);
+    eb_jw_int(w, "warmups", r->warmups);
+    eb_jw_int(w, "samples", r->samples);
+    jsonl_stats(w, r);
+    jsonl_costs(w, r);
+    if (r->has_check) {
+        eb_jw_obj_begin(w, "check");
+        eb_jw_num(w, "max_rel_err", r->max_rel_err);
+        eb_jw_str(w, "reference", r->check_ref);
+        eb_jw_str(w, "status", r->check_status);
+        eb_jw_obj_end(w);
+    } else {
+        eb_jw_null(w, "check");
+    }
+    eb_jw_obj_end(w);
+    return eb_jw_write_line(w, j->f);
+}
+
+static int jsonl_finish(void *vctx)
+{
+    jsonl_ctx *j = vctx;
+    return fflush(j->f) == 0 && !ferror(j->f) ? 0 : -1;
+}
+
+static void jsonl_destroy(void *vctx)
+{
+    jsonl_ctx *j = vctx;
+    if (!j)
+        return;
+    if (j->owns && j->f)
+        fclose(j->f);
+    eb_jw_destroy(j->w);
+    free(j);
+}
+
+eb_status eb_report_jsonl(const char *file, eb_reporter *out, eb_error *err)
+{
+    jsonl_ctx *j = calloc(1, sizeof *j);
+    if (!j)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    j->w = eb_jw_create(0);
+    if (strcmp(file, "-") == 0) {
+        j->f = stdout;
+    } else {
+        j->f = fopen(file, "w");
+        j->owns = 1;
+    }
+    if (!j->w || !j->f) {
+        int e = errno;
+        jsonl_destroy(j);
+        return eb_error_set(err, EB_ERR_IO, "%s: cannot open for writing: %s",
+                            file, strerror(e));
+    }
+    *out = (eb_reporter){j, jsonl_begin, jsonl_measurement, jsonl_finish,
+                         jsonl_destroy};
+    return EB_OK;
+}

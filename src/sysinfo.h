@@ -1,0 +1,52 @@
+/*
+ * sysinfo: machine, build and BLAS metadata for the records and `info`.
+ *
+ * Collected once per process (eb_sysinfo_collect) into a plain struct of
+ * fixed-size strings; reading it never fails (unknown values are "unknown").
+ * Build facts come from the Makefile as -DEB_BUILD_CFLAGS and
+ * -DEB_GIT_COMMIT on this module only.
+ */
+#ifndef EB_SYSINFO_H
+#define EB_SYSINFO_H
+
+#include "jsonw.h"
+
+enum { EB_SYSINFO_STR = 256, EB_SYSINFO_FLAGS = 2048, EB_SYSINFO_ENVS = 16 };
+
+typedef struct {
+    char cpu_model[EB_SYSINFO_STR];     /* /proc/cpuinfo "model name" */
+    char cpu_flags[EB_SYSINFO_FLAGS];   /* /proc/cpuinfo "flags" */
+    int online_cpus;                    /* sysconf(_SC_NPROCESSORS_ONLN) */
+    char hostname[EB_SYSINFO_STR];
+    char kernel[EB_SYSINFO_STR];        /* uname -sr */
+    char blas_config[EB_SYSINFO_STR];   /* openblas_get_config() */
+    char blas_core[EB_SYSINFO_STR];     /* openblas_get_corename() */
+    int blas_threads;                   /* openblas_get_num_threads() */
+    int blas_parallel;                  /* 0 seq, 1 pthreads, 2 OpenMP */
+    char compiler[EB_SYSINFO_STR];      /* __VERSION__ */
+    char cflags[EB_SYSINFO_STR];        /* EB_BUILD_CFLAGS */
+    char git_commit[64];                /* EB_GIT_COMMIT */
+    char date[64];                      /* ISO 8601 UTC at collection */
+    int avx2;                           /* CPU has AVX2 (engine kernels) */
+    /* Thread- and BLAS-related environment variables, in a fixed list
+     * (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, OPENBLAS_NUM_THREADS,
+     * OMP_NUM_THREADS, GOTO_NUM_THREADS, MKL_NUM_THREADS, ...): name and
+     * value, value NULL-equivalent "" with is_set 0 when unset. */
+    int num_env;
+    struct {
+        char name[64];
+        char value[EB_SYSINFO_STR];
+        int is_set;
+    } env[EB_SYSINFO_ENVS];
+} eb_sysinfo;
+
+void eb_sysinfo_collect(eb_sysinfo *si);
+
+/* Write the fields as members of the currently open JSON object of w
+ * ("cpu_model", "cpu_flags", ..., and "env": {NAME: value-or-null}). */
+void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w);
+
+/* Human-readable multi-line description (for `einsum-bench info`). */
+void eb_sysinfo_print(const eb_sysinfo *si, FILE *f);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * tensor: a labelled, non-owning, row-major strided view of float64 data.
+ *
+ * A view never owns its data. Strides are in elements. Axes of size 1 may
+ * carry any stride. Labels are instance label ids (see instance.h); a label
+ * may repeat inside a view (a diagonal) until the contraction planner merges
+ * it.
+ */
+#ifndef EB_TENSOR_H
+#define EB_TENSOR_H
+
+#include <stdint.h>
+
+#include "instance.h"
+
+typedef struct {
+    double *data;
+    int rank;
+    int ids[EB_MAX_RANK];
+    int64_t shape[EB_MAX_RANK];
+    int64_t stride[EB_MAX_RANK];
+} eb_view;
+
+/* A compact row-major view of `data` with the given labels and sizes. */
+void eb_view_compact(eb_view *v, double *data, const int *ids, int rank,
+                     const int64_t *label_size);
+
+/* Product of the shape (1 for rank 0). */
+int64_t eb_view_elems(const eb_view *v);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * einsum_util.h: helpers shared by the engine tests: build an instance from
+ * a format string and per-label sizes, run a path eagerly, compare with the
+ * naive reference.
+ */
+#ifndef EB_TEST_EINSUM_UTIL_H
+#define EB_TEST_EINSUM_UTIL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "eager.h"
+#include "instance.h"
+#include "operands.h"
+#include "pool.h"
+#include "refeinsum.h"
+#include "utf8.h"
+
+/* Build an instance from fs and a size for each code point (sizes[cp] for
+ * ASCII, or via size_of for any code point). */
+static inline eb_instance *tu_instance(const char *fs,
+                                       int64_t (*size_of)(uint32_t cp, void *),
+                                       void *arg)
+{
+    int n = 1;
+    const char *arrow = strstr(fs, "->");
+    for (const char *p = fs; p < arrow; p++)
+        n += *p == ',';
+    int64_t **shapes = calloc((size_t)n, sizeof *shapes);
+    int *ranks = calloc((size_t)n, sizeof *ranks);
+    const char *p = fs;
+    for (int k = 0; k < n; k++) {
+        shapes[k] = calloc(64, sizeof(int64_t));
+        while (p < arrow && *p != ',') {
+            uint32_t cp;
+            size_t u = eb_utf8_decode(p, (size_t)(arrow - p), &cp);
+            shapes[k][ranks[k]++] = size_of(cp, arg);
+            p += u;
+        }
+        p++;
+    }
+    eb_instance *inst = NULL;
+    eb_error err;
+    if (eb_instance_build("test", "test", fs, "float64", n, shapes, ranks,
+                          &inst, &err))
+        fprintf(stderr, "tu_instance(%s): %s\n", fs, err.msg);
+    for (int k = 0; k < n; k++)
+        free(shapes[k]);
+    free(shapes);
+    free(ranks);
+    return inst;
+}
+
+/* Run path eagerly on seeded random inputs; relative error vs naive. */
+static inline double tu_eager_vs_naive(const eb_instance *inst,
+                                       const eb_path *path, uint64_t seed,
+                                       eb_exec_counters *cnt_out)
+{
+    eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
+    eb_operands *ops;
+    eb_error err;
+    if (eb_operands_create(inst, &fill, &ops, &err))
+        return -1;
+    int64_t n = 1;
+    for (int a = 0; a < inst->output.rank; a++)
+        n *= inst->label_size[inst->output.ids[a]];
+    double *ref = malloc((size_t)n * sizeof *ref);
+    eb_ref_einsum(inst, ops->views, ref, &err);
+    eb_pool *pool = eb_pool_create();
+    eb_executor ex;
+    double e = -2;
+    if (!eb_eager_create(inst, path, ops->views, pool, &ex, &err)) {
+        const double *out;
+        eb_exec_counters cnt = {0};
+        /* Twice: the second run reuses pooled buffers. */
+        for (int r = 0; r < 2; r++) {
+            memset(&cnt, 0, sizeof cnt);
+            if (ex.run(ex.ctx, &out, &cnt, &err)) {
+                fprintf(stderr, "run: %s\n", err.msg);
+                e = -3;
+                break;
+            }
+            e = eb_ref_rel_err(out, ref, n);
+            ex.release(ex.ctx);
+        }
+        if (cnt_out)
+            *cnt_out = cnt;
+        ex.destroy(ex.ctx);
+    } else {
+        fprintf(stderr, "create: %s\n", err.msg);
+    }
+    eb_pool_destroy(pool);
+    free(ref);
+    eb_operands_destroy(ops);
+    return e;
+}
+
+#endif

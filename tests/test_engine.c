@@ -1,0 +1,202 @@
+/* test_engine: kernels and dispatch against the naive reference, on chosen
+ * shapes (1-sized dims, scalars, non-square, strided, batches large and
+ * small) and on hundreds of seeded random einsums. */
+#include "check.h"
+#include "contract.h"
+#include "einsum_util.h"
+
+typedef struct {
+    const char *sizes; /* "i=3,j=4" */
+} size_spec;
+
+static int64_t spec_size(uint32_t cp, void *arg)
+{
+    const char *s = ((size_spec *)arg)->sizes;
+    for (const char *p = s; *p;) {
+        uint32_t c;
+        size_t u = eb_utf8_decode(p, strlen(p), &c);
+        if (c == cp && p[u] == '=')
+            return strtoll(p + u + 1, NULL, 10);
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return 2;
+}
+
+/* The path [0,1],[0,1],... for n operands. */
+static void seq_path(eb_path *p, eb_pair *steps, int n)
+{
+    p->strategy = "seq";
+    p->num_steps = n - 1;
+    p->steps = steps;
+    for (int s = 0; s < n - 1; s++)
+        steps[s] = (eb_pair){0, 1};
+}
+
+typedef struct {
+    const char *fs, *sizes;
+    eb_kind kind; /* expected kernel of the first step, or -1 */
+    int prep;     /* expected operand preparations of the first step */
+} case_t;
+
+static const case_t cases[] = {
+    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"bij,bjk->bik", "b=3,i=33,j=20,k=17", EB_KIND_GEMM, 0},
+    {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
+    {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
+    {"ij,ij->ij", "i=37,j=29", EB_KIND_MUL, 0},
+    {"ij,ji->ij", "i=37,j=29", EB_KIND_MUL, 0},
+    {"i,j->ij", "i=37,j=29", EB_KIND_OUTER, 0},
+    {"i,i->", "i=1000", EB_KIND_DOT, 0},
+    {"bi,bi->b", "b=7,i=100", EB_KIND_DOT, 0},
+    {"ij,j->i", "i=50,j=70", EB_KIND_GEMV, 0},
+    {"ji,j->i", "i=50,j=70", EB_KIND_GEMV, 0},
+    {"j,jk->k", "j=50,k=70", EB_KIND_GEMV, 0},
+    {"j,kj->k", "j=50,k=70", EB_KIND_GEMV, 0},
+    {"ijk,jl->il", "i=20,j=30,k=7,l=25", -1, 1},
+    {"ii,ij->j", "i=20,j=30", -1, -1},
+    {"iij,jk->ik", "i=9,j=30,k=25", -1, -1},
+    {",ij->ij", "i=3,j=4", EB_KIND_OUTER, 0},
+    {",->", "", EB_KIND_MUL, 0},
+    {"i,->i", "i=5", EB_KIND_OUTER, 0},
+    {"aij,jk->aik", "a=1,i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=1,j=1,k=1", EB_KIND_MUL, 0},
+    {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
+    {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
+    {"tjk,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
+    {"abcd,cdef->abef", "a=3,b=4,c=5,d=6,e=7,f=8", EB_KIND_GEMM, 0},
+    {"abcd,dcef->abef", "a=3,b=4,c=5,d=6,e=7,f=8", -1, -1},
+    {"αβ,βγ->αγ", "α=17,β=19,γ=23", EB_KIND_GEMM, 0},
+    {"ij->ji", "i=37,j=41", EB_KIND_COPY, 0},
+    {"iij->j", "i=5,j=6", EB_KIND_COPY, 0},
+    {"ij->", "i=5,j=6", EB_KIND_COPY, 0},
+};
+
+static void test_cases(void)
+{
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_spec sp = {cases[c].sizes};
+        eb_instance *inst = tu_instance(cases[c].fs, spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", cases[c].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[8];
+        eb_path path;
+        seq_path(&path, steps, inst->num_tensors);
+        double e = tu_eager_vs_naive(inst, &path, 7 + c, NULL);
+        EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s): rel err %g", cases[c].fs,
+                 cases[c].sizes, e);
+        eb_step_desc d;
+        eb_error err;
+        if (eb_eager_describe(inst, &path, &d, &err) == EB_OK) {
+            if ((int)cases[c].kind >= 0)
+                EB_CHECK(d.plan.kind == cases[c].kind, "%s: kernel %s, want %s",
+                         cases[c].fs, eb_kind_name(d.plan.kind),
+                         eb_kind_name(cases[c].kind));
+            if (cases[c].prep >= 0)
+                EB_CHECK(d.plan.prep[0] + d.plan.prep[1] == cases[c].prep,
+                         "%s: %d operand preparations, want %d", cases[c].fs,
+                         d.plan.prep[0] + d.plan.prep[1], cases[c].prep);
+        }
+        eb_instance_destroy(inst);
+    }
+}
+
+/* ---- random differential ------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s += 0x9E3779B97F4A7C15ULL;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static int rnd(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
+
+typedef struct {
+    int64_t size[16];
+    uint32_t cp[16];
+} rand_sizes;
+
+static int64_t rand_size(uint32_t cp, void *arg)
+{
+    rand_sizes *r = arg;
+    for (int k = 0; k < 16; k++)
+        if (r->cp[k] == cp)
+            return r->size[k];
+    return 1;
+}
+
+/* One random einsum and path; returns 1 if it was tested. */
+static int random_case(uint64_t *s, int idx)
+{
+    static const uint32_t pool[16] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h',
+                                      0x3B1, 0x3B2, 0x3B3, 0x416, 0xE9, '0',
+                                      'Z', 0x10348};
+    rand_sizes rs;
+    int nl = 1 + rnd(s, 9);
+    for (int k = 0; k < 16; k++) {
+        rs.cp[k] = pool[(k + idx) % 16];
+        rs.size[k] = 1 + rnd(s, 6);
+    }
+    int n = 2 + rnd(s, 6);
+    char fs[1024];
+    size_t len = 0;
+    int used[16] = {0};
+    for (int k = 0; k < n; k++) {
+        int rank = rnd(s, 5);
+        for (int a = 0; a < rank; a++) {
+            /* A few labels repeat inside one operand (diagonals). */
+            int l = rnd(s, nl);
+            used[l] = 1;
+            len += eb_utf8_encode(rs.cp[l], fs + len);
+        }
+        fs[len++] = k + 1 < n ? ',' : '-';
+    }
+    fs[len++] = '>';
+    for (int l = 0; l < nl; l++)
+        if (used[l] && rnd(s, 3) == 0)
+            len += eb_utf8_encode(rs.cp[l], fs + len);
+    fs[len] = '\0';
+    eb_instance *inst = tu_instance(fs, rand_size, &rs);
+    if (!inst)
+        return 0;
+    eb_pair steps[8];
+    eb_path path = {.strategy = "random", .num_steps = n - 1, .steps = steps};
+    for (int t = 0; t < n - 1; t++) {
+        int live = n - t;
+        int i = rnd(s, live), j = rnd(s, live - 1);
+        if (j >= i)
+            j++;
+        steps[t] = (eb_pair){i, j};
+    }
+    double e = tu_eager_vs_naive(inst, &path, (uint64_t)idx, NULL);
+    EB_CHECK(e >= 0 && e <= 1e-12, "random case %d: %s: rel err %g", idx, fs,
+             e);
+    eb_instance_destroy(inst);
+    return 1;
+}
+
+static void test_random(void)
+{
+    uint64_t s = 12345;
+    int tested = 0;
+    for (int idx = 0; idx < 600; idx++)
+        tested += random_case(&s, idx);
+    EB_CHECK(tested >= 500, "only %d random cases built", tested);
+}
+
+int main(void)
+{
+    test_cases();
+    test_random();
+    return eb_check_done("test_engine");
+}
