@@ -32,7 +32,7 @@ static const char usage_text[] =
     "  path  ...                          compute and store a path (path --help)\n"
     "\n"
     "options of run (and of check and plan where they apply):\n"
-    "  --mode eager|trace|both      execution mode (default eager)\n"
+    "  --mode eager|trace|both      execution mode (default trace)\n"
     "  --strategy NAME[,NAME]|all   which stored paths (default all)\n"
     "  --paths FILE|DIR             where stored paths come from\n"
     "  --warmup N                   warmup runs, N >= 0 (default 3)\n"
@@ -108,12 +108,11 @@ static int parse_mode(cli_opts *c, const char *v)
 {
     memset(c->run.modes, 0, sizeof c->run.modes);
     c->mode_str = v;
-    if (strcmp(v, "eager") == 0)
+    if (strcmp(v, "eager") == 0 || strcmp(v, "both") == 0)
         c->run.modes[EB_MODE_EAGER] = 1;
-    else if (strcmp(v, "trace") == 0 || strcmp(v, "both") == 0)
-        return usage_error("--mode %s: trace mode is not implemented yet "
-                           "(use --mode eager)", v);
-    else
+    if (strcmp(v, "trace") == 0 || strcmp(v, "both") == 0)
+        c->run.modes[EB_MODE_TRACE] = 1;
+    if (!c->run.modes[EB_MODE_EAGER] && !c->run.modes[EB_MODE_TRACE])
         return usage_error("--mode: '%s' is not eager, trace or both", v);
     return 0;
 }
@@ -177,8 +176,8 @@ static const char *const value_opts[] = {
 static int parse_args(int argc, char **argv, cli_opts *c)
 {
     memset(c, 0, sizeof *c);
-    c->run.modes[EB_MODE_EAGER] = 1;
-    c->mode_str = "eager";
+    c->run.modes[EB_MODE_TRACE] = 1;
+    c->mode_str = "trace";
     c->run.strategies = "all";
     c->run.warmups = 3;
     c->run.samples = 15;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "eager.h"
+#include "trace.h"
 
 const char *eb_mode_name(eb_mode m)
 {
@@ -18,6 +19,8 @@ eb_status eb_exec_create(eb_mode mode, const eb_instance *inst,
     switch (mode) {
     case EB_MODE_EAGER:
         return eb_eager_create(inst, path, inputs, pool, ex, err);
+    case EB_MODE_TRACE:
+        return eb_trace_create(inst, path, inputs, ex, err);
     default:
         return eb_error_set(err, EB_ERR_UNSUPPORTED,
                             "mode '%s' is not implemented yet",

@@ -12,8 +12,10 @@ int eb_window_on_valgrind(void)
 
 void eb_window_begin(const char *label)
 {
-    fprintf(stderr, "einsum-bench: callgrind window begin %s\n", label);
-    fflush(stderr);
+    if (RUNNING_ON_VALGRIND) {
+        fprintf(stderr, "einsum-bench: callgrind window begin %s\n", label);
+        fflush(stderr);
+    }
     CALLGRIND_START_INSTRUMENTATION;
     CALLGRIND_ZERO_STATS;
 }
@@ -23,8 +25,10 @@ void eb_window_end(const char *label, int dump)
     if (dump)
         CALLGRIND_DUMP_STATS_AT(label);
     CALLGRIND_STOP_INSTRUMENTATION;
-    fprintf(stderr, "einsum-bench: callgrind window end %s\n", label);
-    fflush(stderr);
+    if (RUNNING_ON_VALGRIND) {
+        fprintf(stderr, "einsum-bench: callgrind window end %s\n", label);
+        fflush(stderr);
+    }
 }
 
 void eb_window_dump(const char *label)

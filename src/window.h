@@ -3,8 +3,9 @@
  * only module that includes valgrind's headers.
  *
  * Natively each call costs a few instructions (the client request is a
- * no-op sequence) plus, for begin/end, one stderr marker line outside the
- * timed region. Never uses CALLGRIND_TOGGLE_COLLECT: it would count only the
+ * no-op sequence) and nothing else. Under Valgrind, begin and end also print
+ * a marker line on stderr with the window's label, so a log can be matched
+ * to the dump files. Never uses CALLGRIND_TOGGLE_COLLECT: it would count only the
  * calling thread and drop OpenBLAS workers.
  */
 #ifndef EB_WINDOW_H

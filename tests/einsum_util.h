@@ -51,10 +51,10 @@ static inline eb_instance *tu_instance(const char *fs,
     return inst;
 }
 
-/* Run path eagerly on seeded random inputs; relative error vs naive. */
-static inline double tu_eager_vs_naive(const eb_instance *inst,
-                                       const eb_path *path, uint64_t seed,
-                                       eb_exec_counters *cnt_out)
+/* Run path in `mode` on seeded random inputs; relative error vs naive. */
+static inline double tu_mode_vs_naive(const eb_instance *inst,
+                                      const eb_path *path, uint64_t seed,
+                                      eb_mode mode, eb_exec_counters *cnt_out)
 {
     eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
     eb_operands *ops;
@@ -69,7 +69,7 @@ static inline double tu_eager_vs_naive(const eb_instance *inst,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     double e = -2;
-    if (!eb_eager_create(inst, path, ops->views, pool, &ex, &err)) {
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, &ex, &err)) {
         const double *out;
         eb_exec_counters cnt = {0};
         /* Twice: the second run reuses pooled buffers. */
@@ -85,7 +85,7 @@ static inline double tu_eager_vs_naive(const eb_instance *inst,
         }
         if (cnt_out)
             *cnt_out = cnt;
-        ex.destroy(ex.ctx);
+        eb_exec_destroy(&ex);
     } else {
         fprintf(stderr, "create: %s\n", err.msg);
     }

@@ -89,9 +89,11 @@ static void test_cases(void)
         eb_pair steps[8];
         eb_path path;
         seq_path(&path, steps, inst->num_tensors);
-        double e = tu_eager_vs_naive(inst, &path, 7 + c, NULL);
-        EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s): rel err %g", cases[c].fs,
-                 cases[c].sizes, e);
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 7 + c, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s) %s: rel err %g",
+                     cases[c].fs, cases[c].sizes, eb_mode_name((eb_mode)m), e);
+        }
         eb_step_desc d;
         eb_error err;
         if (eb_eager_describe(inst, &path, &d, &err) == EB_OK) {
@@ -178,9 +180,12 @@ static int random_case(uint64_t *s, int idx)
             j++;
         steps[t] = (eb_pair){i, j};
     }
-    double e = tu_eager_vs_naive(inst, &path, (uint64_t)idx, NULL);
-    EB_CHECK(e >= 0 && e <= 1e-12, "random case %d: %s: rel err %g", idx, fs,
-             e);
+    for (int m = 0; m < EB_MODE_COUNT; m++) {
+        double e = tu_mode_vs_naive(inst, &path, (uint64_t)idx, (eb_mode)m,
+                                    NULL);
+        EB_CHECK(e >= 0 && e <= 1e-12, "random case %d %s: %s: rel err %g",
+                 idx, eb_mode_name((eb_mode)m), fs, e);
+    }
     eb_instance_destroy(inst);
     return 1;
 }

@@ -1,0 +1,375 @@
+/* trace: layout planning, static arena, and program execution. */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "schedule.h"
+
+typedef struct {
+    eb_plan plan;
+    int a_slot, b_slot;            /* operand slots (b_slot -1: none) */
+    int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out */
+    const double *a, *b;
+    double *p0, *p1, *tmp, *out;
+} tstep;
+
+typedef struct {
+    int nsteps;
+    tstep *steps;
+    double *arena;
+    int64_t arena_elems;
+    const double *result;
+} program;
+
+typedef struct {
+    int n;
+    int ids[EB_MAX_RANK];
+} order;
+
+static int has(const order *o, int l)
+{
+    for (int k = 0; k < o->n; k++)
+        if (o->ids[k] == l)
+            return 1;
+    return 0;
+}
+
+static void add_if(order *dst, const order *src, const order *in1, int want1,
+                   const order *in2, int want2)
+{
+    for (int k = 0; k < src->n; k++) {
+        int l = src->ids[k];
+        if (has(in1, l) == want1 && has(in2, l) == want2 && !has(dst, l))
+            dst->ids[dst->n++] = l;
+    }
+}
+
+/*
+ * Backward pass: desired[slot] is the layout the consumer of slot wants.
+ * Inputs keep their own order; the final output has the output order.
+ */
+static void plan_layouts(const eb_instance *inst, const eb_schedule *sch,
+                         order *desired)
+{
+    int n = inst->num_tensors;
+    for (int k = 0; k < n; k++) {
+        desired[k].n = inst->inputs[k].rank;
+        memcpy(desired[k].ids, inst->inputs[k].ids,
+               (size_t)inst->inputs[k].rank * sizeof(int));
+    }
+    if (sch->num_steps == 0)
+        return;
+    order *fin = &desired[n + sch->num_steps - 1];
+    fin->n = inst->output.rank;
+    memcpy(fin->ids, inst->output.ids, (size_t)fin->n * sizeof(int));
+    for (int t = sch->num_steps - 1; t >= 0; t--) {
+        const eb_sched_step *st = &sch->steps[t];
+        const order *O = &desired[n + t];
+        order A = {0}, B = {0};
+        /* Operand label sets (their order is still to be decided for
+         * intermediates; for inputs it is fixed). */
+        const order *da = &desired[st->a], *db = &desired[st->b];
+        A = *da;
+        B = *db;
+        order bb = {0}, m = {0}, nn = {0}, k = {0};
+        add_if(&bb, O, &A, 1, &B, 1);
+        add_if(&m, O, &A, 1, &B, 0);
+        add_if(&nn, O, &A, 0, &B, 1);
+        const order *korder = st->a < n ? &A : st->b < n ? &B : &A;
+        const order *other = korder == &A ? &B : &A;
+        for (int q = 0; q < korder->n; q++) {
+            int l = korder->ids[q];
+            if (has(other, l) && !has(O, l) && !has(&k, l))
+                k.ids[k.n++] = l;
+        }
+        if (st->a >= n) {
+            order *d = &desired[st->a];
+            d->n = 0;
+            const order *parts[3] = {&bb, &m, &k};
+            for (int p = 0; p < 3; p++)
+                for (int q = 0; q < parts[p]->n; q++)
+                    d->ids[d->n++] = parts[p]->ids[q];
+        }
+        if (st->b >= n) {
+            order *d = &desired[st->b];
+            d->n = 0;
+            const order *parts[3] = {&bb, &k, &nn};
+            for (int p = 0; p < 3; p++)
+                for (int q = 0; q < parts[p]->n; q++)
+                    d->ids[d->n++] = parts[p]->ids[q];
+        }
+    }
+}
+
+/* Before the backward pass, intermediates hold their schedule label sets. */
+static void seed_sets(const eb_instance *inst, const eb_schedule *sch,
+                      order *desired)
+{
+    int n = inst->num_tensors;
+    for (int t = 0; t < sch->num_steps; t++) {
+        order *d = &desired[n + t];
+        d->n = sch->steps[t].out_rank;
+        memcpy(d->ids, sch->steps[t].out_ids, (size_t)d->n * sizeof(int));
+    }
+}
+
+typedef struct {
+    int64_t size;    /* elements, rounded to 64 bytes */
+    int first, last; /* lifetime in steps, inclusive */
+    int64_t *off;    /* where to store the assigned offset */
+} buf_req;
+
+static int by_size_desc(const void *x, const void *y)
+{
+    const buf_req *a = x, *b = y;
+    return (a->size < b->size) - (a->size > b->size);
+}
+
+/* Greedy best-fit over lifetimes: largest first, lowest free offset among
+ * buffers whose lifetimes overlap. Returns the arena size in elements. */
+static int64_t assign_offsets(buf_req *r, int n)
+{
+    qsort(r, (size_t)n, sizeof *r, by_size_desc);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int j = 0; j < i; j++) {
+                if (r[j].last < r[i].first || r[i].last < r[j].first)
+                    continue;
+                int64_t o = *r[j].off;
+                if (off < o + r[j].size && o < off + r[i].size) {
+                    off = o + r[j].size;
+                    moved = 1;
+                }
+            }
+        }
+        *r[i].off = off;
+        if (off + r[i].size > total)
+            total = off + r[i].size;
+    }
+    return total;
+}
+
+static int64_t round64(int64_t elems) { return (elems + 7) & ~(int64_t)7; }
+
+/* Lifetimes of all buffers of the program; offsets into the arena. */
+static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
+{
+    buf_req *r = malloc((size_t)(4 * p->nsteps) * sizeof *r);
+    if (!r)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int t = 0; t < p->nsteps; t++) {
+        tstep *s = &p->steps[t];
+        const eb_plan *pl = &s->plan;
+        int64_t sizes[4] = {pl->prep[0] ? pl->prep_elems[0] : 0,
+                            pl->prep[1] ? pl->prep_elems[1] : 0,
+                            pl->post ? pl->tmp_elems : 0, pl->out_elems};
+        for (int q = 0; q < 4; q++) {
+            s->off[q] = -1;
+            if (q < 3 && sizes[q] == 0)
+                continue;
+            r[n++] = (buf_req){round64(sizes[q]), t, q < 3 ? t : consumer[t],
+                               &s->off[q]};
+        }
+    }
+    p->arena_elems = assign_offsets(r, n);
+    free(r);
+    return EB_OK;
+}
+
+static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
+                            const eb_view *inputs, const order *desired,
+                            program *p, eb_error *err)
+{
+    int n = inst->num_tensors;
+    for (int t = 0; t < p->nsteps; t++) {
+        tstep *s = &p->steps[t];
+        int single = sch->num_steps == 0;
+        s->a_slot = single ? 0 : sch->steps[t].a;
+        s->b_slot = single ? -1 : sch->steps[t].b;
+        eb_view v[2];
+        for (int q = 0; q < (single ? 1 : 2); q++) {
+            int slot = q ? s->b_slot : s->a_slot;
+            if (slot < n)
+                v[q] = inputs[slot];
+            else
+                eb_view_compact(&v[q], NULL, desired[slot].ids,
+                                desired[slot].n, inst->label_size);
+        }
+        const order *o = single ? NULL : &desired[n + t];
+        eb_status st = eb_contract_plan(&v[0], single ? NULL : &v[1],
+                                        o ? o->ids : inst->output.ids,
+                                        o ? o->n : inst->output.rank, 1,
+                                        inst->label_size, &s->plan, err);
+        if (st)
+            return st;
+    }
+    return EB_OK;
+}
+
+/* Resolve every operand and buffer pointer once. */
+static void bind(program *p, const eb_view *inputs, int n)
+{
+    for (int t = 0; t < p->nsteps; t++) {
+        tstep *s = &p->steps[t];
+        double *ptr[4];
+        for (int q = 0; q < 4; q++)
+            ptr[q] = s->off[q] >= 0 ? p->arena + s->off[q] : NULL;
+        s->p0 = ptr[0];
+        s->p1 = ptr[1];
+        s->tmp = ptr[2];
+        s->out = ptr[3];
+        s->a = s->a_slot < n ? inputs[s->a_slot].data
+                             : p->steps[s->a_slot - n].out;
+        s->b = s->b_slot < 0    ? NULL
+               : s->b_slot < n ? inputs[s->b_slot].data
+                               : p->steps[s->b_slot - n].out;
+    }
+}
+
+static void program_free(program *p)
+{
+    if (!p)
+        return;
+    free(p->steps);
+    free(p->arena);
+    free(p);
+}
+
+/* Everything but the arena: layouts, plans, offsets. */
+static eb_status compile(const eb_instance *inst, const eb_path *path,
+                         const eb_view *inputs, program **out, eb_error *err)
+{
+    *out = NULL;
+    eb_schedule *sch;
+    eb_status st = eb_schedule_build(inst, path, &sch, err);
+    if (st)
+        return st;
+    int n = inst->num_tensors, nslots = n + sch->num_steps;
+    program *p = calloc(1, sizeof *p);
+    order *desired = malloc((size_t)nslots * sizeof *desired);
+    int *consumer = malloc((size_t)(sch->num_steps + 1) * sizeof *consumer);
+    if (p) {
+        p->nsteps = sch->num_steps ? sch->num_steps : 1;
+        p->steps = calloc((size_t)p->nsteps, sizeof *p->steps);
+    }
+    if (!p || !p->steps || !desired || !consumer) {
+        st = eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    consumer[0] = 0;
+    for (int t = 0; t < sch->num_steps; t++) {
+        consumer[t] = t; /* the final output lives to the end */
+        for (int u = t + 1; u < sch->num_steps; u++)
+            if (sch->steps[u].a == n + t || sch->steps[u].b == n + t)
+                consumer[t] = u;
+    }
+    seed_sets(inst, sch, desired);
+    plan_layouts(inst, sch, desired);
+    st = plan_steps(inst, sch, inputs, desired, p, err);
+    if (!st)
+        st = plan_memory(p, consumer, err);
+done:
+    free(desired);
+    free(consumer);
+    eb_schedule_destroy(sch);
+    if (st)
+        program_free(p);
+    else
+        *out = p;
+    return st;
+}
+
+static eb_status trace_run(void *vctx, const double **out,
+                           eb_exec_counters *cnt, eb_error *err)
+{
+    (void)err;
+    program *p = vctx;
+    for (int t = 0; t < p->nsteps; t++) {
+        const tstep *s = &p->steps[t];
+        eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp, s->out,
+                         cnt);
+    }
+    *out = p->steps[p->nsteps - 1].out;
+    return EB_OK;
+}
+
+static void trace_release(void *vctx) { (void)vctx; }
+
+static void trace_destroy(void *vctx) { program_free(vctx); }
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
+                          const eb_view *inputs, eb_executor *ex,
+                          eb_error *err)
+{
+    double t0 = now_ms();
+    program *p;
+    eb_status st = compile(inst, path, inputs, &p, err);
+    if (st)
+        return st;
+    void *arena = NULL;
+    size_t bytes = (size_t)(p->arena_elems ? p->arena_elems : 1) * sizeof(double);
+    if (posix_memalign(&arena, 64, bytes) != 0) {
+        program_free(p);
+        return eb_error_set(err, EB_ERR_NOMEM,
+                            "out of memory for a %zu-byte trace arena", bytes);
+    }
+    memset(arena, 0, bytes); /* touch every page at compile time */
+    p->arena = arena;
+    bind(p, inputs, inst->num_tensors);
+    *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
+                        .release = trace_release, .destroy = trace_destroy,
+                        .compile_ms = now_ms() - t0,
+                        .static_bytes = (int64_t)bytes};
+    return EB_OK;
+}
+
+eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
+                            eb_step_desc *descs, int64_t *arena_bytes,
+                            eb_error *err)
+{
+    eb_view *views = malloc((size_t)inst->num_tensors * sizeof *views);
+    if (!views)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < inst->num_tensors; k++)
+        eb_view_compact(&views[k], NULL, inst->inputs[k].ids,
+                        inst->inputs[k].rank, inst->label_size);
+    program *p;
+    eb_status st = compile(inst, path, views, &p, err);
+    if (!st) {
+        int n = inst->num_tensors;
+        for (int t = 0; t < p->nsteps; t++) {
+            eb_step_desc *d = &descs[t];
+            const tstep *s = &p->steps[t];
+            d->plan = s->plan;
+            const eb_view *va = s->a_slot < n ? &views[s->a_slot] : NULL;
+            d->a_rank = va ? va->rank : p->steps[s->a_slot - n].plan.out_rank;
+            memcpy(d->a_ids, va ? va->ids : p->steps[s->a_slot - n].plan.out_ids,
+                   (size_t)d->a_rank * sizeof(int));
+            if (s->b_slot < 0) {
+                d->b_rank = -1;
+                continue;
+            }
+            const eb_view *vb = s->b_slot < n ? &views[s->b_slot] : NULL;
+            d->b_rank = vb ? vb->rank : p->steps[s->b_slot - n].plan.out_rank;
+            memcpy(d->b_ids, vb ? vb->ids : p->steps[s->b_slot - n].plan.out_ids,
+                   (size_t)d->b_rank * sizeof(int));
+        }
+        *arena_bytes = p->arena_elems * (int64_t)sizeof(double);
+        program_free(p);
+    }
+    free(views);
+    return st;
+}

@@ -1,0 +1,42 @@
+/*
+ * trace: execution mode that compiles the whole path once, before the
+ * warmups, into a program (DESIGN 4.2), in the manner of HPTT's plans:
+ *
+ *  - layout planning: walking the path backwards, every intermediate gets
+ *    the label order its consumer wants, so that the consumer uses it in
+ *    place: [batch, free, contracted] for the left operand and
+ *    [batch, contracted, free] for the right one, with batch and free labels
+ *    in the order of the consumer's own output and contracted labels in the
+ *    order of the consumer's other operand when that is an input (whose
+ *    layout is fixed). The final output is in the instance's output order.
+ *    Each step is then planned once with that output order fixed; the
+ *    planner adds a permutation only where no order satisfies both sides.
+ *  - a static memory plan: every buffer (step outputs, scratch) has a
+ *    lifetime in steps; offsets in one arena are assigned largest first, at
+ *    the lowest offset that overlaps no buffer alive at the same time (a
+ *    greedy best-fit over lifetimes). The arena is allocated and touched at
+ *    compile time; samples never call the allocator.
+ *
+ * Sampled runs only execute the program: kernel calls with precomputed
+ * pointers. Compile time is reported as compile_ms.
+ *
+ * Ownership: the program borrows inst, path and the input views; it owns its
+ * steps and arena.
+ */
+#ifndef EB_TRACE_H
+#define EB_TRACE_H
+
+#include "eager.h"
+#include "exec.h"
+
+eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
+                          const eb_view *inputs, eb_executor *ex,
+                          eb_error *err);
+
+/* Compile without data and describe the program's steps (for `plan`);
+ * descs has max(num_steps, 1) entries. *arena_bytes gets the arena size. */
+eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
+                            eb_step_desc *descs, int64_t *arena_bytes,
+                            eb_error *err);
+
+#endif
