@@ -42,6 +42,12 @@ typedef struct {
 
 void eb_sysinfo_collect(eb_sysinfo *si);
 
+/* Set cpu_model and cpu_flags from a file in /proc/cpuinfo format (collect
+ * reads /proc/cpuinfo; tests pass their own). Values are cleaned to one line
+ * of valid UTF-8 and cut to fit, flags at a whole flag; "unknown" when the
+ * file or the field is missing. */
+void eb_sysinfo_read_cpuinfo(eb_sysinfo *si, const char *path);
+
 /* Write the fields as members of the currently open JSON object of w
  * ("cpu_model", "cpu_flags", ..., and "env": {NAME: value-or-null}). */
 void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w);
