@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
-#include "check.h"
+#include "verify.h"
 #include "load.h"
 #include "npy.h"
 #include "schedule.h"

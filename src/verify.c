@@ -1,5 +1,5 @@
-/* check: references (naive or another order) and comparisons. */
-#include "check.h"
+/* verify: references (naive or another order) and comparisons. */
+#include "verify.h"
 
 #include <math.h>
 #include <stdio.h>

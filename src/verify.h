@@ -1,5 +1,5 @@
 /*
- * check: verification of the engine's results (the `check` command and
+ * verify: verification of the engine's results (the `check` command and
  * `run --check`), outside every timed region and window.
  *
  * Each instance gets its own seeded random inputs. A result is compared
@@ -12,8 +12,8 @@
  * Ownership: the checker borrows inst and the path set; it owns its inputs
  * and cached references.
  */
-#ifndef EB_CHECK_H
-#define EB_CHECK_H
+#ifndef EB_VERIFY_H
+#define EB_VERIFY_H
 
 #include <stdint.h>
 
