@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "eager.h"
+#include "trace.h"
 #include "load.h"
 #include "runner.h"
 #include "schedule.h"
@@ -366,7 +367,7 @@ static void print_plan(const eb_instance *inst, const eb_path *path,
 }
 
 static int plan_one(const eb_instance *inst, const eb_path *path,
-                    const char *source)
+                    const char *source, eb_mode mode)
 {
     eb_error err;
     eb_schedule *sched;
@@ -376,11 +377,16 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     }
     int n = path->num_steps ? path->num_steps : 1;
     eb_step_desc *d = malloc((size_t)n * sizeof *d);
-    eb_status st = d ? eb_eager_describe(inst, path, d, &err)
-                     : eb_error_set(&err, EB_ERR_NOMEM, "out of memory");
+    int64_t arena = 0;
+    eb_status st = !d ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
+                   : mode == EB_MODE_TRACE
+                       ? eb_trace_describe(inst, path, d, &arena, &err)
+                       : eb_eager_describe(inst, path, d, &err);
     if (!st) {
-        printf("\n%s  strategy %s  mode eager  (path from %s)\n", inst->name,
-               path->strategy, source);
+        printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
+               path->strategy, eb_mode_name(mode), source);
+        if (mode == EB_MODE_TRACE)
+            printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
         print_plan(inst, path, d, sched);
     } else {
@@ -416,9 +422,13 @@ static int cmd_plan(int argc, char **argv)
             !strstr(c.run.strategies, ps->paths[k].strategy))
             continue;
         shown++;
-        int r = plan_one(inst, &ps->paths[k], ps->source);
-        if (r > rc)
-            rc = r;
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            if (!c.run.modes[m])
+                continue;
+            int r = plan_one(inst, &ps->paths[k], ps->source, (eb_mode)m);
+            if (r > rc)
+                rc = r;
+        }
     }
     if (!st && !shown) {
         fprintf(stderr, "einsum-bench: %s: paths: no strategy '%s'\n",

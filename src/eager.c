@@ -105,18 +105,20 @@ static eb_status eager_run(void *vctx, const double **out,
     for (int s = 0; s < c->path->num_steps; s++) {
         int i = c->path->steps[s].i, j = c->path->steps[s].j;
         operand a = c->live[i], b = c->live[j];
-        int fixed = s == c->path->num_steps - 1;
+        int last = s == c->path->num_steps - 1;
         int keep[EB_MAX_RANK];
         int nkeep, summed;
-        if (fixed) {
+        if (last) {
             nkeep = inst->output.rank;
             memcpy(keep, inst->output.ids, (size_t)nkeep * sizeof(int));
         } else {
             nkeep = eb_keep_labels(a.v.ids, a.v.rank, b.v.ids, b.v.rank,
                                    c->refcount, keep, &summed);
         }
-        eb_status st = do_step(c, s, &a, &b, keep, nkeep, fixed, &res, cnt,
-                               err);
+        /* The step's subscripts are "a,b->kept" with kept in the canonical
+         * order of the rule, as an eager framework's pairwise einsum call
+         * would have them: the output order is not the engine's choice. */
+        eb_status st = do_step(c, s, &a, &b, keep, nkeep, 1, &res, cnt, err);
         if (st)
             return st;
         eb_pool_put(c->pool, a.buf);

@@ -1,8 +1,10 @@
 /*
  * eager: execution mode that replays the stored path step by step like an
- * eager framework. Each step derives its binary subscripts (the kept-label
- * rule), plans its layout and kernel, and takes its buffers from the scope's
- * pool at call time (DESIGN 4.2).
+ * eager framework. Each step derives its binary subscripts "a,b->kept" (the
+ * kept-label rule, kept labels in canonical order: a's, then b's new ones),
+ * plans its layout and kernel, and takes its buffers from the scope's pool
+ * at call time (DESIGN 4.2). The output order is the subscripts', as in a
+ * pairwise einsum call; choosing orders across steps is trace mode's job.
  *
  * Ownership: the executor borrows inst, path, the input views and the pool
  * (all must outlive it) and owns only its small workspace.

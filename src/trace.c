@@ -182,34 +182,97 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
     return EB_OK;
 }
 
+static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
+                           const order *desired, const tstep *s,
+                           const order *keep, int fixed, eb_plan *out,
+                           eb_error *err);
+
 static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
                             const eb_view *inputs, const order *desired,
                             program *p, eb_error *err)
 {
     int n = inst->num_tensors;
+    order out = {.n = inst->output.rank};
+    memcpy(out.ids, inst->output.ids, (size_t)out.n * sizeof(int));
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
         int single = sch->num_steps == 0;
         s->a_slot = single ? 0 : sch->steps[t].a;
         s->b_slot = single ? -1 : sch->steps[t].b;
-        eb_view v[2];
-        for (int q = 0; q < (single ? 1 : 2); q++) {
-            int slot = q ? s->b_slot : s->a_slot;
-            if (slot < n)
-                v[q] = inputs[slot];
-            else
-                eb_view_compact(&v[q], NULL, desired[slot].ids,
-                                desired[slot].n, inst->label_size);
-        }
-        const order *o = single ? NULL : &desired[n + t];
-        eb_status st = eb_contract_plan(&v[0], single ? NULL : &v[1],
-                                        o ? o->ids : inst->output.ids,
-                                        o ? o->n : inst->output.rank, 1,
-                                        inst->label_size, &s->plan, err);
+        eb_status st = plan_step(inst, inputs, desired, s,
+                                 single ? &out : &desired[n + t], 1, &s->plan,
+                                 err);
         if (st)
             return st;
     }
     return EB_OK;
+}
+
+static int64_t moved(const eb_plan *p)
+{
+    return (p->prep[0] ? p->prep_elems[0] : 0) +
+           (p->prep[1] ? p->prep_elems[1] : 0) + (p->post ? p->out_elems : 0);
+}
+
+/* Plan step s (an operand pair) to produce `keep`, in that order when
+ * fixed, with operands laid out as `desired` says. */
+static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
+                           const order *desired, const tstep *s,
+                           const order *keep, int fixed, eb_plan *out,
+                           eb_error *err)
+{
+    int n = inst->num_tensors;
+    eb_view v[2];
+    for (int q = 0; q < (s->b_slot < 0 ? 1 : 2); q++) {
+        int slot = q ? s->b_slot : s->a_slot;
+        if (slot < n)
+            v[q] = inputs[slot];
+        else
+            eb_view_compact(&v[q], NULL, desired[slot].ids, desired[slot].n,
+                            inst->label_size);
+    }
+    return eb_contract_plan(&v[0], s->b_slot < 0 ? NULL : &v[1], keep->ids,
+                            keep->n, fixed, inst->label_size, out, err);
+}
+
+/*
+ * Local improvement: where a step permutes its output into the order its
+ * consumer asked for, try the step's own natural order instead and let the
+ * consumer adapt; keep the change if the two steps then move fewer elements.
+ */
+static eb_status improve_layouts(const eb_instance *inst,
+                                 const eb_view *inputs, order *desired,
+                                 const int *consumer, program *p,
+                                 eb_error *err)
+{
+    int n = inst->num_tensors;
+    eb_plan *alt = malloc(2 * sizeof *alt);
+    if (!alt)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    eb_status st = EB_OK;
+    for (int t = 0; t + 1 < p->nsteps && !st; t++) {
+        tstep *s = &p->steps[t], *c = &p->steps[consumer[t]];
+        if (!s->plan.post)
+            continue;
+        order was = desired[n + t];
+        st = plan_step(inst, inputs, desired, s, &was, 0, &alt[0], err);
+        if (st)
+            break;
+        desired[n + t].n = alt[0].out_rank;
+        memcpy(desired[n + t].ids, alt[0].out_ids,
+               (size_t)alt[0].out_rank * sizeof(int));
+        st = plan_step(inst, inputs, desired, c, &desired[n + consumer[t]], 1,
+                       &alt[1], err);
+        if (!st && moved(&alt[0]) + moved(&alt[1]) <
+                       moved(&s->plan) + moved(&c->plan)) {
+            s->plan = alt[0];
+            c->plan = alt[1];
+        } else {
+            desired[n + t] = was;
+        }
+    }
+    free(alt);
+    return st;
 }
 
 /* Resolve every operand and buffer pointer once. */
@@ -272,6 +335,8 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     seed_sets(inst, sch, desired);
     plan_layouts(inst, sch, desired);
     st = plan_steps(inst, sch, inputs, desired, p, err);
+    if (!st && sch->num_steps > 0)
+        st = improve_layouts(inst, inputs, desired, consumer, p, err);
     if (!st)
         st = plan_memory(p, consumer, err);
 done:
