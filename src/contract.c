@@ -7,8 +7,10 @@
 #include "blas.h"
 
 /* Batches of matrices at most this many multiply-adds go to the engine's own
- * small-GEMM kernel instead of one BLAS call each. */
-enum { SMALL_MNK = 4096 };
+ * small-GEMM kernel instead of one BLAS call each: below it, a BLAS call's
+ * fixed cost (argument checks, packing, beta pass) outweighs its faster
+ * inner kernel. */
+enum { SMALL_MNK = 32768 };
 
 static const char *const kind_names[EB_KIND_COUNT] = {
     [EB_KIND_COPY] = "copy",   [EB_KIND_MUL] = "mul",

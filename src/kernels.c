@@ -87,25 +87,108 @@ double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
     return (s0 + s1) + (s2 + s3);
 }
 
+/* Largest C tile (elements) the small GEMM computes on the stack. */
+enum { SMALL_TILE = 1024 };
+
+/* One row block of C for a row-major B and C: nv full vectors of 4
+ * accumulated over K in registers, then stored once (beta = 0). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
+               int64_t sbk, double *cr, const int nv)
+{
+    __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(),
+                      _mm256_setzero_pd(), _mm256_setzero_pd()};
+    for (int64_t k = 0; k < K; k++) {
+        __m256d av = _mm256_broadcast_sd(ar + k * sak);
+        const double *bk = b + k * sbk;
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_fmadd_pd(av, _mm256_loadu_pd(bk + 4 * v), acc[v]);
+    }
+    for (int v = 0; v < nv; v++)
+        _mm256_storeu_pd(cr + 4 * v, acc[v]);
+}
+
+/* The last N % 4 columns, with masked loads and stores. */
+__attribute__((target("avx2,fma"))) static void
+row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
+              int64_t sbk, double *cr, int rem)
+{
+    const __m256i mask = _mm256_setr_epi64x(-1, rem > 1 ? -1 : 0,
+                                            rem > 2 ? -1 : 0, 0);
+    __m256d acc = _mm256_setzero_pd();
+    for (int64_t k = 0; k < K; k++)
+        acc = _mm256_fmadd_pd(_mm256_broadcast_sd(ar + k * sak),
+                              _mm256_maskload_pd(b + k * sbk, mask), acc);
+    _mm256_maskstore_pd(cr, mask, acc);
+}
+
+/* C = A B for row-major B and C (unit column strides), row by row. */
+__attribute__((target("avx2,fma"))) static void
+small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
+                int64_t sak, const double *b, int64_t sbk, double *c,
+                int64_t scm)
+{
+    for (int64_t m = 0; m < M; m++) {
+        const double *ar = a + m * sam;
+        double *cr = c + m * scm;
+        int64_t n = 0;
+        for (; n + 16 <= N; n += 16)
+            row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 4);
+        switch ((N - n) / 4) {
+        case 3: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 3); break;
+        case 2: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 2); break;
+        case 1: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 1); break;
+        default: break;
+        }
+        n += (N - n) / 4 * 4;
+        if (n < N)
+            row_tail_avx2(K, ar, sak, b + n, sbk, cr + n, (int)(N - n));
+    }
+}
+
+/* Portable version of the same row-major case. */
+static void small_gemm_rows(int64_t M, int64_t N, int64_t K, const double *a,
+                            int64_t sam, int64_t sak, const double *b,
+                            int64_t sbk, double *c, int64_t scm)
+{
+    for (int64_t m = 0; m < M; m++) {
+        double *restrict cr = c + m * scm;
+        double am = a[m * sam];
+        for (int64_t n = 0; n < N; n++)
+            cr[n] = am * b[n];
+        for (int64_t k = 1; k < K; k++) {
+            const double *restrict br = b + k * sbk;
+            am = a[m * sam + k * sak];
+            for (int64_t n = 0; n < N; n++)
+                cr[n] += am * br[n];
+        }
+    }
+}
+
 void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         int64_t sam, int64_t sak, const double *b, int64_t sbk,
                         int64_t sbn, double *c, int64_t scm, int64_t scn)
 {
+    if (!(sbn == 1 && scn == 1) && sam == 1 && scm == 1) {
+        /* Column-major C: compute C^T = B^T A^T, which is row-major. */
+        eb_kern_small_gemm(N, M, K, b, sbn, sbk, a, sak, sam, c, scn, scm);
+        return;
+    }
+    int fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (sbn == 1 && scn == 1) {
-        /* Row of C accumulated in place: first k assigns, the rest add. */
-        for (int64_t m = 0; m < M; m++) {
-            double *restrict cr = c + m * scm;
-            const double *restrict br = b;
-            double am = a[m * sam];
+        if (fast)
+            small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, c, scm);
+        else
+            small_gemm_rows(M, N, K, a, sam, sak, b, sbk, c, scm);
+        return;
+    }
+    if (sbn == 1 && fast && M * N <= SMALL_TILE) {
+        /* Strided C: compute a compact tile on the stack, then scatter. */
+        double tile[SMALL_TILE];
+        small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, tile, N);
+        for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++)
-                cr[n] = am * br[n];
-            for (int64_t k = 1; k < K; k++) {
-                am = a[m * sam + k * sak];
-                br = b + k * sbk;
-                for (int64_t n = 0; n < N; n++)
-                    cr[n] += am * br[n];
-            }
-        }
+                c[m * scm + n * scn] = tile[m * N + n];
         return;
     }
     for (int64_t m = 0; m < M; m++)
@@ -175,12 +258,13 @@ static void reduce_row(const eb_xform *x, const double *in, int64_t n,
     }
 }
 
-/* 2-D blocked transpose-copy for out[i][j] = in[i*si + j*sj]. */
+/* out[i*so + j] = in[i*si + j*sj], in square tiles so that both the strided
+ * reads and the strided writes of a tile stay in L1. */
 static void copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
                     int64_t sj, double *restrict out, int64_t so)
 {
-    enum { T = 32 };
-    if (sj == 1 || nj < 8 || ni < 8) {
+    enum { T = 16 };
+    if (sj == 1 || nj < 4 || ni < 4) {
         for (int64_t i = 0; i < ni; i++)
             for (int64_t j = 0; j < nj; j++)
                 out[i * so + j] = in[i * si + j * sj];
@@ -196,31 +280,69 @@ static void copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
         }
 }
 
+/*
+ * Pure permutation. The 2-D tile pairs the output's contiguous dim (the
+ * last) with the input's most contiguous other dim, so that a tile reads
+ * whole cache lines on one side and writes them on the other; every other
+ * dim is walked by an odometer.
+ */
+static void permute(const eb_xform *x, const double *in, double *out)
+{
+    int r = x->rank;
+    int64_t ostride[EB_MAX_RANK];
+    int64_t os = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        ostride[d] = os;
+        os *= x->shape[d];
+    }
+    int p = r - 2;
+    for (int d = 0; d < r - 1; d++)
+        if (x->in_stride[d] < x->in_stride[p])
+            p = d;
+    int64_t ni = x->shape[p], si = x->in_stride[p], so = ostride[p];
+    int64_t nj = x->shape[r - 1], sj = x->in_stride[r - 1];
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t ioff = 0, ooff = 0;
+    for (;;) {
+        copy_2d(ni, nj, in + ioff, si, sj, out + ooff, so);
+        int d = r - 2;
+        for (; d >= 0; d--) {
+            if (d == p)
+                continue;
+            ioff += x->in_stride[d];
+            ooff += ostride[d];
+            if (++idx[d] < x->shape[d])
+                break;
+            ioff -= x->in_stride[d] * x->shape[d];
+            ooff -= ostride[d] * x->shape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
 void eb_kern_xform(const eb_xform *x, const double *in, double *out)
 {
     if (x->rank == 0) {
         reduce_row(x, in, 1, 0, out);
         return;
     }
+    if (x->red_rank == 0 && x->rank >= 2) {
+        permute(x, in, out);
+        return;
+    }
     int r = x->rank;
     int64_t n = x->shape[r - 1], s = x->in_stride[r - 1];
-    /* Pure permutation with >= 2 dims: iterate 2-D tiles of the last two. */
-    int two_d = x->red_rank == 0 && r >= 2;
-    int outer = two_d ? r - 2 : r - 1;
-    int64_t ni = two_d ? x->shape[r - 2] : 1;
-    int64_t si = two_d ? x->in_stride[r - 2] : 0;
     int64_t idx[EB_MAX_RANK] = {0};
     int64_t off = 0;
-    int64_t block = n * ni;
-    for (double *o = out;; o += block) {
-        if (two_d)
-            copy_2d(ni, n, in + off, si, s, o, n);
-        else if (x->red_rank == 0)
+    for (double *o = out;; o += n) {
+        if (x->red_rank == 0)
             for (int64_t j = 0; j < n; j++)
                 o[j] = in[off + j * s];
         else
             reduce_row(x, in + off, n, s, o);
-        int d = outer - 1;
+        int d = r - 2;
         for (; d >= 0; d--) {
             off += x->in_stride[d];
             if (++idx[d] < x->shape[d])

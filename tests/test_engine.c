@@ -47,7 +47,7 @@ static const case_t cases[] = {
     {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
     {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
     {"ij,jk->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"bij,bjk->bik", "b=3,i=33,j=20,k=17", EB_KIND_GEMM, 0},
+    {"bij,bjk->bik", "b=3,i=40,j=33,k=30", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
     {"ij,ij->ij", "i=37,j=29", EB_KIND_MUL, 0},
