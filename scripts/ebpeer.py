@@ -1,0 +1,1205 @@
+"""ebpeer: what the Python peers of einsum-bench share.
+
+The peers (scripts/peer-numpy, scripts/peer-torch) run the same instance
+files along the same stored paths as `einsum-bench run` and write the same
+JSON-lines records (DESIGN 5.2), so that their times can be set side by side
+with the C engine's. This module holds everything except the framework call:
+
+- instance and path-file loading with the validation rules of DESIGN 3.3
+  (one message naming file and field; a bad instance is skipped, exit 2),
+- path lookup (--paths, then paths/<name>.json beside the instance folder,
+  then the inline paths),
+- the kept-label rule of DESIGN 3.2, turned into one einsum subscript string
+  per pairwise step, relabelled to ASCII letters (numpy and torch accept only
+  a-z, A-Z),
+- input creation (zeros, the seeded random fill shared bit for bit with the C
+  tool, or DIR/k.npy),
+- the measurement loop and its statistics (median = sorted[n/2], IQR =
+  sorted[3n/4] - sorted[n/4], MAD with the same median convention),
+- machine metadata, record writing, the human table and the command line.
+
+A backend is a small class (see `Backend`): a name, a mode name, and how to
+make a tensor from a numpy array, run a two-operand einsum and get an array
+back. numpy is imported lazily, after the thread variables are set, because
+OpenBLAS sizes its thread pool when the library loads. Importing this module
+needs only the standard library (scripts/paired and scripts/report use it).
+"""
+
+import argparse
+import ctypes
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+# --------------------------------------------------------------------------
+# Thread pinning
+
+THREAD_VARS = (
+    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT",
+    "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+)
+"""Every thread-count variable a BLAS or OpenMP runtime might read."""
+
+EXTRA_THREAD_ENV = {"OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
+
+RECORDED_ENV = THREAD_VARS + tuple(EXTRA_THREAD_ENV) + (
+    "OPENBLAS_CORETYPE", "OPENBLAS_VERBOSE", "GOMP_CPU_AFFINITY",
+    "OMP_PROC_BIND", "OMP_PLACES",
+)
+
+
+def thread_env(threads):
+    """The environment entries that pin every runtime to `threads` threads."""
+    env = {name: str(threads) for name in THREAD_VARS}
+    env.update(EXTRA_THREAD_ENV)
+    return env
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+
+class InputError(Exception):
+    """Bad input file or option: the message names file and field (exit 2)."""
+
+
+class Unsupported(Exception):
+    """Valid input the backend cannot run (the measurement is skipped)."""
+
+
+# --------------------------------------------------------------------------
+# The seeded random fill, bit-identical to the C tool's
+
+MASK64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15    # per-element increment
+SEED_STEP = 0x632BE59BD9B4E019  # per-operand seed spacing
+MIX1 = 0xBF58476D1CE4E5B9
+MIX2 = 0x94D049BB133111EB
+FILL_CHUNK = 1 << 20           # elements per vectorized chunk (bounds temps)
+
+
+def mix64(z):
+    """splitmix64's finalizer on a Python int (mod 2^64)."""
+    z &= MASK64
+    z = ((z ^ (z >> 30)) * MIX1) & MASK64
+    z = ((z ^ (z >> 27)) * MIX2) & MASK64
+    return z ^ (z >> 31)
+
+
+def fill_base(seed, k):
+    """The stream start of operand k (0-based, format-string order)."""
+    return mix64((seed + SEED_STEP * (k + 1)) & MASK64)
+
+
+def fill_value(seed, k, i):
+    """Element i (flat C-order index) of operand k, by the definition.
+
+    Pure-Python reference for `random_fill`, used by the tests.
+    """
+    z = (fill_base(seed, k) + (i + 1) * GOLDEN) & MASK64
+    return (mix64(z) >> 11) * 2.0 ** -53 * 2.0 - 1.0
+
+
+def _mix64_array(z):
+    """mix64 on a numpy uint64 array, in place (uint64 arithmetic wraps)."""
+    import numpy as np
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(MIX1)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(MIX2)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def random_fill(shape, seed, k):
+    """Operand k of the given shape filled as `--fill random:SEED` does.
+
+    Uniform in [-1, 1); every operation is exact in float64, so the values
+    equal the C tool's bit for bit.
+    """
+    import numpy as np
+    n = 1
+    for d in shape:
+        n *= d
+    out = np.empty(n, dtype=np.float64)
+    base = np.uint64(fill_base(seed, k))
+    for start in range(0, n, FILL_CHUNK):
+        stop = min(n, start + FILL_CHUNK)
+        z = np.arange(start + 1, stop + 1, dtype=np.uint64)
+        z *= np.uint64(GOLDEN)
+        z += base
+        v = _mix64_array(z) >> np.uint64(11)
+        out[start:stop] = v.astype(np.float64) * 2.0 ** -53 * 2.0 - 1.0
+    return out.reshape(tuple(shape))
+
+
+def parse_fill(text):
+    """'zeros' -> ('zeros', None); 'random[:SEED]' -> ('random', SEED)."""
+    if text == "zeros":
+        return ("zeros", None)
+    if text == "random":
+        return ("random", 1)
+    if text.startswith("random:"):
+        seed = text[len("random:"):]
+        if seed.isdigit():
+            return ("random", int(seed) & MASK64)
+    raise InputError("--fill: '%s' (expected zeros, random or random:SEED "
+                     "with SEED a non-negative integer)" % text)
+
+
+# --------------------------------------------------------------------------
+# Statistics (the public suites' conventions, DESIGN 4.4)
+
+
+def median(values):
+    """sorted[n/2] (integer division): the upper median for even n."""
+    s = sorted(values)
+    return s[len(s) // 2]
+
+
+def summarize_ns(samples_ns):
+    """median, IQR, min, max, mean and MAD of samples in ns, as ms."""
+    s = sorted(samples_ns)
+    n = len(s)
+    med = s[n // 2]
+    mad = median(abs(x - med) for x in s)
+    return {
+        "median_ms": med / 1e6,
+        "iqr_ms": (s[(3 * n) // 4] - s[n // 4]) / 1e6,
+        "min_ms": s[0] / 1e6,
+        "max_ms": s[-1] / 1e6,
+        "mean_ms": sum(s) / n / 1e6,
+        "mad_ms": mad / 1e6,
+    }
+
+
+# --------------------------------------------------------------------------
+# JSON reading with messages that name file and field
+
+
+def type_name(v):
+    """How a JSON value is named in messages ("a string", "missing", ...)."""
+    if v is _MISSING:
+        return "missing"
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "an array"
+    return "an object"
+
+
+_MISSING = object()
+
+
+def read_json(file):
+    """Parse a file that must hold one JSON object."""
+    try:
+        with open(file, "rb") as f:
+            raw = f.read()
+    except IsADirectoryError:
+        raise InputError("%s: is a directory" % file)
+    except OSError as e:
+        raise InputError("%s: cannot open: %s" % (file, e.strerror))
+    try:
+        root = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError("%s: not valid UTF-8 (byte %d)" % (file, e.start))
+    except json.JSONDecodeError as e:
+        raise InputError("%s: not valid JSON (%s at byte %d of %d)"
+                         % (file, e.msg, e.pos, len(raw)))
+    if not isinstance(root, dict):
+        raise InputError("%s: top level is not a JSON object" % file)
+    return root
+
+
+def get_string(file, obj, key, required=True):
+    v = obj.get(key, _MISSING)
+    if v is _MISSING and not required:
+        return None
+    if not isinstance(v, str):
+        raise InputError("%s: %s: %s (expected a string)"
+                         % (file, key, type_name(v)))
+    return v
+
+
+def get_int(file, fld, v, lo, hi):
+    """A JSON number that is an exact integer in [lo, hi]."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError("%s: %s: %s (expected an integer)"
+                         % (file, fld, type_name(v)))
+    if isinstance(v, float) and not v.is_integer():
+        raise InputError("%s: %s: %g is not an integer" % (file, fld, v))
+    if v < lo or v > hi:
+        raise InputError("%s: %s: %d out of range (expected %d..%d)"
+                         % (file, fld, v, lo, hi))
+    return int(v)
+
+
+# --------------------------------------------------------------------------
+# Instances (DESIGN 3.1)
+
+MAX_RANK = 64
+MAX_ELEMS = 1 << 40
+
+
+@dataclass
+class StoredPath:
+    strategy: str
+    steps: list                 # [(i, j), ...]
+    log10_flops: float = None   # stored label, None when absent
+    log2_size: float = None
+
+
+@dataclass
+class PathSet:
+    source: str                 # the file the paths came from
+    inline: bool
+    paths: list                 # StoredPath, in file order
+
+
+@dataclass
+class Instance:
+    name: str
+    file: str
+    format_string: str
+    inputs: list                # one str of labels per operand
+    output: str
+    shapes: list                # one tuple per operand
+    sizes: dict                 # label -> size
+    inline_paths: PathSet = None
+
+    @property
+    def num_tensors(self):
+        return len(self.inputs)
+
+
+def _valid_label(ch):
+    cp = ord(ch)
+    return cp > 0x20 and cp != 0x7F and ch not in ",->."
+
+
+def _label_desc(ch):
+    cp = ord(ch)
+    return "'%s'" % ch if 0x20 <= cp < 0x7F else "U+%04X" % cp
+
+
+def parse_format(file, fs):
+    """Split 'in,in,...->out' into input terms and the output term."""
+    if "->" not in fs:
+        raise InputError("%s: format_string: no '->' (expected "
+                         "'in,in,...->out')" % file)
+    lhs, rhs = fs.split("->", 1)
+    if "->" in rhs:
+        raise InputError("%s: format_string: more than one '->'" % file)
+    if "," in rhs:
+        raise InputError("%s: format_string: ',' in the output term" % file)
+    inputs = lhs.split(",")
+    known = set()
+    for k, term in enumerate(inputs):
+        for ch in term:
+            if not _valid_label(ch):
+                raise InputError("%s: format_string: %s is not a valid label "
+                                 "(expected 'in,in,...->out' with letter "
+                                 "labels)" % (file, _label_desc(ch)))
+        if len(term) > MAX_RANK:
+            raise InputError("%s: format_string: term %d has more than %d "
+                             "labels" % (file, k, MAX_RANK))
+        known.update(term)
+    seen = set()
+    for ch in rhs:
+        if not _valid_label(ch):
+            raise InputError("%s: format_string: %s is not a valid label "
+                             "(expected 'in,in,...->out' with letter labels)"
+                             % (file, _label_desc(ch)))
+        if ch not in known:
+            raise InputError("%s: format_string: output label '%s' appears "
+                             "in no input" % (file, ch))
+        if ch in seen:
+            raise InputError("%s: format_string: output label '%s' repeated"
+                             % (file, ch))
+        seen.add(ch)
+    return inputs, rhs
+
+
+def _read_shapes(file, root):
+    shapes = root.get("shapes", _MISSING)
+    if not isinstance(shapes, list):
+        raise InputError("%s: shapes: %s (expected an array of int arrays)"
+                         % (file, type_name(shapes)))
+    out = []
+    for k, s in enumerate(shapes):
+        if not isinstance(s, list):
+            raise InputError("%s: shapes[%d]: %s (expected an array of "
+                             "integers)" % (file, k, type_name(s)))
+        if len(s) > MAX_RANK:
+            raise InputError("%s: shapes[%d]: rank %d above %d"
+                             % (file, k, len(s), MAX_RANK))
+        dims = []
+        for a, v in enumerate(s):
+            fld = "shapes[%d][%d]" % (k, a)
+            if (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and v < 1 and float(v).is_integer()):
+                raise InputError("%s: %s: size %d (expected a positive "
+                                 "integer)" % (file, fld, v))
+            dims.append(get_int(file, fld, v, 1, MAX_ELEMS))
+        out.append(tuple(dims))
+    return out
+
+
+def _check_sizes(file, inputs, output, shapes):
+    """One size per label; every tensor at most 2^40 elements."""
+    sizes, first = {}, {}
+    for k, (term, shape) in enumerate(zip(inputs, shapes)):
+        if len(shape) != len(term):
+            raise InputError("%s: shapes[%d]: has %d dimensions but term %d "
+                             "of format_string ('%s') has %d labels"
+                             % (file, k, len(shape), k, term, len(term)))
+        elems = 1
+        for a, (ch, sz) in enumerate(zip(term, shape)):
+            elems *= sz
+            if elems > MAX_ELEMS:
+                raise InputError("%s: shapes[%d]: more than 2^40 elements "
+                                 "(size overflow)" % (file, k))
+            if ch not in sizes:
+                sizes[ch], first[ch] = sz, (k, a)
+            elif sizes[ch] != sz:
+                raise InputError("%s: shapes[%d][%d]: label '%s' has size %d "
+                                 "here but %d at shapes[%d][%d]"
+                                 % ((file, k, a, ch, sz, sizes[ch])
+                                    + first[ch]))
+    elems = 1
+    for ch in output:
+        elems *= sizes[ch]
+    if elems > MAX_ELEMS:
+        raise InputError("%s: format_string: output has more than 2^40 "
+                         "elements" % file)
+    return sizes
+
+
+def _check_colmajor(file, root, inputs, output, shapes):
+    """The optional column-major copies must be the row-major ones reversed."""
+    fs = root.get("format_string_colmajor", _MISSING)
+    if fs is not _MISSING:
+        if not isinstance(fs, str):
+            raise InputError("%s: format_string_colmajor: %s (expected a "
+                             "string)" % (file, type_name(fs)))
+        want = ",".join(t[::-1] for t in inputs) + "->" + output[::-1]
+        if fs != want:
+            raise InputError("%s: format_string_colmajor: not the reverse of "
+                             "format_string" % file)
+    sh = root.get("shapes_colmajor", _MISSING)
+    if sh is _MISSING:
+        return
+    if not isinstance(sh, list) or len(sh) != len(inputs):
+        raise InputError("%s: shapes_colmajor: expected an array of %d shapes"
+                         % (file, len(inputs)))
+    for k, s in enumerate(sh):
+        ok = isinstance(s, list) and len(s) == len(shapes[k])
+        ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and v == d for v, d in zip(s, reversed(shapes[k])))
+        if not ok:
+            raise InputError("%s: shapes_colmajor[%d]: not the reverse of "
+                             "shapes[%d]" % (file, k, k))
+
+
+def _check_name(file, name):
+    base = os.path.basename(file)
+    if base.endswith(".json") and len(base) > 5 and name != base[:-5]:
+        raise InputError("%s: name: '%s' does not match the file name "
+                         "(expected '%s')" % (file, name, base[:-5]))
+
+
+def load_instance(file):
+    """Load and validate an instance file (with its inline paths)."""
+    root = read_json(file)
+    name = get_string(file, root, "name")
+    fs = get_string(file, root, "format_string")
+    dtype = get_string(file, root, "dtype")
+    fs_row = get_string(file, root, "format_string_rowmajor", False)
+    for key in ("intent", "notes"):
+        get_string(file, root, key, False)
+    _check_name(file, name)
+    if dtype != "float64":
+        raise InputError("%s: dtype: '%s' is not supported (expected "
+                         "'float64')" % (file, dtype))
+    if fs_row is not None and fs_row != fs:
+        raise InputError("%s: format_string_rowmajor: differs from "
+                         "format_string" % file)
+    num = get_int(file, "num_tensors", root.get("num_tensors", _MISSING),
+                  1, 10 ** 7)
+    shapes = _read_shapes(file, root)
+    if len(shapes) != num:
+        raise InputError("%s: shapes: %d shapes but num_tensors is %d"
+                         % (file, len(shapes), num))
+    inputs, output = parse_format(file, fs)
+    if len(inputs) != num:
+        raise InputError("%s: num_tensors: %d, but format_string has %d "
+                         "operands" % (file, num, len(inputs)))
+    sizes = _check_sizes(file, inputs, output, shapes)
+    _check_colmajor(file, root, inputs, output, shapes)
+    inst = Instance(name, file, fs, inputs, output, shapes, sizes)
+    if "paths" in root:
+        inst.inline_paths = parse_pathset(file, "paths", root["paths"], num)
+        inst.inline_paths.inline = True
+    return inst
+
+
+# --------------------------------------------------------------------------
+# Stored paths (DESIGN 3.2)
+
+
+def validate_path(steps, num_tensors, file, fld):
+    """num_tensors - 1 steps, each index in range of the live list, i != j."""
+    if len(steps) != num_tensors - 1:
+        raise InputError("%s: %s.path: %d steps, but %d operands need exactly "
+                         "%d to end in one operand"
+                         % (file, fld, len(steps), num_tensors,
+                            num_tensors - 1))
+    live = num_tensors
+    for s, (i, j) in enumerate(steps):
+        bad = i if not 0 <= i < live else j
+        if not (0 <= i < live and 0 <= j < live):
+            raise InputError("%s: %s.path[%d]: index %d out of range (%d live "
+                             "operands)" % (file, fld, s, bad, live))
+        if i == j:
+            raise InputError("%s: %s.path[%d]: both indices are %d (a step "
+                             "contracts two different operands)"
+                             % (file, fld, s, i))
+        live -= 1
+
+
+def _parse_steps(file, fld, steps):
+    if not isinstance(steps, list):
+        raise InputError("%s: %s.path: %s (expected an array of [i, j] pairs)"
+                         % (file, fld, type_name(steps)))
+    out = []
+    for s, step in enumerate(steps):
+        sf = "%s.path[%d]" % (fld, s)
+        if not isinstance(step, list) or len(step) != 2:
+            what = ("an array of the wrong length" if isinstance(step, list)
+                    else type_name(step))
+            raise InputError("%s: %s: %s (expected a pair [i, j])"
+                             % (file, sf, what))
+        out.append(tuple(get_int(file, sf, v, -10 ** 9, 10 ** 9)
+                         for v in step))
+    return out
+
+
+def _parse_cost(file, fld, obj, key):
+    v = obj.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError("%s: %s.%s: %s (expected a number)"
+                         % (file, fld, key, type_name(v)))
+    return float(v)
+
+
+def parse_pathset(file, prefix, paths, num_tensors):
+    """{"strategy": {"path": [[i, j], ...], ...}, ...} -> PathSet."""
+    if not isinstance(paths, dict):
+        raise InputError("%s: %s: %s (expected an object of strategies)"
+                         % (file, prefix, type_name(paths)))
+    out = []
+    for strategy, obj in paths.items():
+        fld = "%s.%s" % (prefix, strategy)
+        if not isinstance(obj, dict):
+            raise InputError("%s: %s: %s (expected an object with \"path\")"
+                             % (file, fld, type_name(obj)))
+        steps = _parse_steps(file, fld, obj.get("path", _MISSING))
+        p = StoredPath(strategy, steps,
+                       _parse_cost(file, fld, obj, "log10_flops"),
+                       _parse_cost(file, fld, obj, "log2_size"))
+        validate_path(steps, num_tensors, file, fld)
+        out.append(p)
+    if not out:
+        raise InputError("%s: %s: no strategies" % (file, prefix))
+    return PathSet(file, False, out)
+
+
+def load_pathfile(file, inst):
+    root = read_json(file)
+    name = get_string(file, root, "instance")
+    if name != inst.name:
+        raise InputError("%s: instance: names '%s', not '%s'"
+                         % (file, name, inst.name))
+    if "paths" not in root:
+        raise InputError("%s: paths: missing (expected an object of "
+                         "strategies)" % file)
+    return parse_pathset(file, "paths", root["paths"], inst.num_tensors)
+
+
+def find_paths(inst, explicit=None):
+    """--paths FILE|DIR, then paths/<name>.json beside the instance folder,
+    then the inline paths."""
+    if explicit is not None:
+        if not os.path.isdir(explicit):
+            return load_pathfile(explicit, inst)
+        cand = os.path.join(explicit, inst.name + ".json")
+        if os.path.isfile(cand):
+            return load_pathfile(cand, inst)
+    folder = os.path.dirname(inst.file) or "."
+    cand = os.path.join(folder, "..", "paths", inst.name + ".json")
+    if os.path.isfile(cand):
+        return load_pathfile(cand, inst)
+    if inst.inline_paths is not None:
+        return inst.inline_paths
+    raise InputError("%s: paths: no stored path (none inline, no "
+                     "paths/%s.json beside the instance folder%s)"
+                     % (inst.file, inst.name,
+                        ", none in --paths" if explicit else ""))
+
+
+def path_digest(steps):
+    """The C tool's digest: 64-bit FNV-1a over the steps' little-endian
+    32-bit indices, as 16 hex digits."""
+    h = 14695981039346656037
+    for pair in steps:
+        for v in pair:
+            for byte in range(4):
+                h ^= (v >> (8 * byte)) & 0xFF
+                h = (h * 1099511628211) & MASK64
+    return "%016x" % h
+
+
+# --------------------------------------------------------------------------
+# Plans: the kept-label rule and one subscript string per step
+
+
+@dataclass
+class Plan:
+    """A path ready to run: per step the two live positions and the
+    relabelled subscripts ("ab,bc->ac"); costs recomputed."""
+    steps: list = field(default_factory=list)   # [(i, j, subscripts)]
+    unary: str = None       # subscripts for a one-operand instance
+    flops: float = 0.0
+    log2_size: float = 0.0
+
+
+def _unique(term):
+    return list(dict.fromkeys(term))
+
+
+def keep_labels(a, b, refcount):
+    """Labels of the pair still needed elsewhere (canonical order: a's in
+    first-appearance order, then b's new ones) and whether any is summed.
+    refcount[l] counts live operands holding l, plus 1 if l is an output
+    label, including a and b themselves."""
+    ua, ub = _unique(a), _unique(b)
+    kept, summed = [], False
+    for l in ua:
+        if refcount[l] - 1 - (l in ub) > 0:
+            kept.append(l)
+        else:
+            summed = True
+    for l in ub:
+        if l in ua:
+            continue
+        if refcount[l] - 1 > 0:
+            kept.append(l)
+        else:
+            summed = True
+    return "".join(kept), summed
+
+
+def relabel(terms, out):
+    """Rewrite the terms of one einsum call with ASCII letters."""
+    letters = {}
+    for ch in "".join(terms) + out:
+        if ch not in letters:
+            if len(letters) == len(string.ascii_letters):
+                raise Unsupported("%d distinct labels in one step (einsum "
+                                  "accepts 52)" % len(set("".join(terms))))
+            letters[ch] = string.ascii_letters[len(letters)]
+    sub = lambda t: "".join(letters[ch] for ch in t)
+    return ",".join(sub(t) for t in terms) + "->" + sub(out)
+
+
+def build_plan(inst, steps):
+    """Simulate the path on labels: subscripts and opt_einsum costs."""
+    plan = Plan()
+    if not steps:
+        plan.unary = relabel([inst.inputs[0]], inst.output)
+        return plan
+    refcount = {}
+    for term in inst.inputs + [inst.output]:
+        for l in set(term):
+            refcount[l] = refcount.get(l, 0) + 1
+    live = list(inst.inputs)
+    largest = 0
+    for t, (i, j) in enumerate(steps):
+        a, b = live[i], live[j]
+        kept, summed = keep_labels(a, b, refcount)
+        if t == len(steps) - 1:
+            kept = inst.output
+        plan.steps.append((i, j, relabel([a, b], kept)))
+        size = 1
+        for l in set(a) | set(b):
+            size *= inst.sizes[l]
+        plan.flops += size * (2 if summed else 1)
+        out_elems = 1
+        for l in kept:
+            out_elems *= inst.sizes[l]
+        largest = max(largest, out_elems)
+        for l in set(a) | set(b):
+            refcount[l] -= (l in a) + (l in b)
+        for l in set(kept):
+            refcount[l] += 1
+        for pos in sorted((i, j), reverse=True):
+            del live[pos]
+        live.append(kept)
+    plan.log2_size = math.log2(largest) if largest else 0.0
+    return plan
+
+
+def run_plan(plan, operands, einsum):
+    """Execute the path pairwise; returns the final output.
+
+    Each step's operands are dropped from the live list as in the linear
+    path format, so intermediates are freed as soon as they are consumed.
+    """
+    if plan.unary is not None:
+        return einsum(plan.unary, operands[0])
+    live = list(operands)
+    for i, j, subscripts in plan.steps:
+        a, b = live[i], live[j]
+        if i > j:
+            del live[i], live[j]
+        else:
+            del live[j], live[i]
+        live.append(einsum(subscripts, a, b))
+        del a, b
+    return live[0]
+
+
+# --------------------------------------------------------------------------
+# Inputs
+
+
+def load_npy(file, shape):
+    """DIR/k.npy: float64, C order, exactly the operand's shape."""
+    import numpy as np
+    try:
+        arr = np.load(file, allow_pickle=False)
+    except OSError as e:
+        raise InputError("%s: cannot open: %s" % (file, e.strerror or e))
+    except ValueError as e:
+        raise InputError("%s: not a valid .npy file (%s)" % (file, e))
+    if arr.dtype != np.float64:
+        raise InputError("%s: dtype: %s (expected float64)"
+                         % (file, arr.dtype))
+    if not arr.flags.c_contiguous and arr.ndim > 1:
+        raise InputError("%s: fortran_order: true (expected C order)" % file)
+    if tuple(arr.shape) != tuple(shape):
+        raise InputError("%s: shape: %s (expected %s)"
+                         % (file, list(arr.shape), list(shape)))
+    return np.array(arr, dtype=np.float64, order="C")
+
+
+def make_inputs(inst, fill, inputs_dir=None):
+    """The operands as numpy arrays, every page written (not calloc'd)."""
+    import numpy as np
+    arrays = []
+    for k, shape in enumerate(inst.shapes):
+        if inputs_dir is not None:
+            arr = load_npy(os.path.join(inputs_dir, "%d.npy" % k), shape)
+        elif fill[0] == "random":
+            arr = random_fill(shape, fill[1], k)
+        else:
+            arr = np.empty(shape, dtype=np.float64)
+            arr.fill(0.0)
+        arrays.append(arr)
+    return arrays
+
+
+# --------------------------------------------------------------------------
+# Machine metadata
+
+
+def _cpuinfo():
+    model, flags = None, None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model is None:
+                    model = val.strip()
+                elif key == "flags" and flags is None:
+                    flags = val.strip()
+    except OSError:
+        pass
+    return model or platform.processor() or None, flags
+
+
+def openblas_info():
+    """Config string, core name and thread count of the loaded OpenBLAS
+    (found in /proc/self/maps), or {} when none is loaded."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {l.split()[-1] for l in f if "libopenblas" in l}
+    except OSError:
+        return {}
+    for lib in sorted(libs):
+        try:
+            h = ctypes.CDLL(lib)
+            h.openblas_get_config.restype = ctypes.c_char_p
+            h.openblas_get_corename.restype = ctypes.c_char_p
+            return {"openblas_library": lib,
+                    "openblas_config": h.openblas_get_config().decode(),
+                    "openblas_corename": h.openblas_get_corename().decode(),
+                    "openblas_threads": h.openblas_get_num_threads()}
+        except (OSError, AttributeError):
+            continue
+    return {}
+
+
+def git_commit():
+    """Short commit of the repository holding this script, '-dirty' if so."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short=12",
+                               "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD"],
+                               capture_output=True, timeout=10)
+        return head.stdout.strip() + ("-dirty" if dirty.returncode else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_record(backend, args, argv):
+    """The first record of a run: machine, build and thread metadata."""
+    model, flags = _cpuinfo()
+    rec = {
+        "type": "run",
+        "backend": backend.name,
+        "command": "run",
+        "modes": backend.mode,
+        "strategies": args.strategy_text,
+        "fill": args.fill,
+        "threads": args.threads,
+        "warmups": args.warmup,
+        "samples": args.samples,
+        "cpu_model": model,
+        "cpu_flags": flags,
+        "online_cpus": os.cpu_count(),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+        "hostname": socket.gethostname(),
+        "kernel": "%s %s" % (platform.system(), platform.release()),
+    }
+    blas = openblas_info()
+    rec.update({"blas_config": blas.get("openblas_config"),
+                "blas_core": blas.get("openblas_corename"),
+                "blas_threads": blas.get("openblas_threads"),
+                "blas_library": blas.get("openblas_library")})
+    rec.update({
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "git_commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc)
+                .strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "argv": argv,
+        "env": {k: os.environ.get(k) for k in RECORDED_ENV},
+    })
+    rec.update(backend.metadata())
+    return rec
+
+
+# --------------------------------------------------------------------------
+# Measurement
+
+
+def measure(backend, plan, tensors, warmup, samples):
+    """Warmups, then timed samples of the whole path.
+
+    The clock (CLOCK_MONOTONIC) brackets one run_plan call; minor page
+    faults (getrusage, all threads) are read around the same interval. The
+    output is dropped after the clock stops. Python's cyclic GC is off while
+    sampling so that it cannot land in a sample (arrays are freed by
+    reference counting regardless).
+    """
+    clock = time.CLOCK_MONOTONIC
+    einsum = backend.einsum
+    for _ in range(warmup):
+        run_plan(plan, tensors, einsum)
+    gc.collect()
+    gc.disable()
+    times, faults, out = [], [], None
+    try:
+        for _ in range(samples):
+            out = None
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            t0 = time.clock_gettime_ns(clock)
+            out = run_plan(plan, tensors, einsum)
+            t1 = time.clock_gettime_ns(clock)
+            f1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            times.append(t1 - t0)
+            faults.append(f1 - f0)
+    finally:
+        gc.enable()
+    return times, faults, out
+
+
+def base_record(backend, inst, strategy, args):
+    """The measurement record's identity fields, before any result."""
+    return {
+        "type": "measurement", "backend": backend.name,
+        "instance": inst.name, "strategy": strategy, "mode": backend.mode,
+        "status": "ok", "error": None, "path_source": None,
+        "path_inline": None, "path_digest": None, "reused_from": None,
+        "threads": args.threads, "openblas_threads": None,
+        "warmups": args.warmup, "samples": args.samples, "samples_ns": [],
+        "median_ms": None, "iqr_ms": None, "min_ms": None, "max_ms": None,
+        "mean_ms": None, "mad_ms": None, "compile_ms": None, "flops": None,
+        "gflops": None, "peak_bytes": None, "gemm_calls": None,
+        "check": None, "minflt": [], "minflt_median": None,
+        "num_tensors": inst.num_tensors, "log10_flops": None,
+        "log2_size": None, "stored_log10_flops": None,
+        "stored_log2_size": None, "fill": args.fill, "inputs": args.inputs,
+        "instance_file": inst.file,
+    }
+
+
+def result_fields(times, faults, plan):
+    """Statistics and costs of one measurement."""
+    rec = {"samples_ns": times, "minflt": faults,
+           "minflt_median": median(faults)}
+    rec.update(summarize_ns(times))
+    rec["flops"] = plan.flops
+    rec["log10_flops"] = math.log10(plan.flops) if plan.flops > 0 else 0.0
+    rec["log2_size"] = plan.log2_size
+    rec["gflops"] = (plan.flops / (rec["median_ms"] * 1e6)
+                     if rec["median_ms"] > 0 else None)
+    return rec
+
+
+def save_output(directory, inst, strategy, mode, out):
+    """DIR/<instance>.<strategy>.<mode>.npy, float64 in C order."""
+    import numpy as np
+    path = os.path.join(directory, "%s.%s.%s.npy" % (inst.name, strategy,
+                                                     mode))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        # asarray, not ascontiguousarray: that one makes a scalar shape (1,).
+        np.save(path, np.asarray(out, dtype=np.float64, order="C"))
+    except OSError as e:
+        raise InputError("%s: cannot write: %s" % (path, e.strerror or e))
+
+
+# --------------------------------------------------------------------------
+# One instance
+
+
+def select_paths(inst, pathset, wanted):
+    """The stored paths named by --strategy, in file order."""
+    if wanted is None:
+        return list(pathset.paths)
+    by_name = {p.strategy: p for p in pathset.paths}
+    missing = [w for w in wanted if w not in by_name]
+    if missing:
+        raise InputError("%s: paths.%s: missing (strategies here: %s)"
+                         % (pathset.source, missing[0],
+                            ", ".join(by_name) or "none"))
+    return [by_name[w] for w in wanted]
+
+
+def measure_one(backend, inst, path, tensors, args, rec):
+    """Fill rec with the measurement of one path; returns the output."""
+    try:
+        plan = build_plan(inst, path.steps)
+        times, faults, out = measure(backend, plan, tensors, args.warmup,
+                                     args.samples)
+    except Unsupported as e:
+        rec.update(status="skipped", error=str(e))
+        return None
+    except (MemoryError, RuntimeError, ValueError) as e:
+        rec.update(status="error", error="%s: %s" % (type(e).__name__, e))
+        return None
+    rec.update(result_fields(times, faults, plan))
+    return out
+
+
+def run_instance(backend, inst, args, emit):
+    """Measure every selected strategy of one instance; emit each record.
+
+    Raises InputError before any record when the paths or inputs are bad.
+    """
+    pathset = find_paths(inst, args.paths)
+    chosen = select_paths(inst, pathset, args.strategy)
+    arrays = make_inputs(inst, args.fill_spec, args.inputs)
+    tensors = [backend.tensor(a) for a in arrays]
+    done = {}    # tuple(steps) -> (strategy, record, output)
+    for path in chosen:
+        rec = base_record(backend, inst, path.strategy, args)
+        rec.update(path_source=pathset.source, path_inline=pathset.inline,
+                   path_digest=path_digest(path.steps),
+                   stored_log10_flops=path.log10_flops,
+                   stored_log2_size=path.log2_size,
+                   openblas_threads=backend.observed_threads())
+        key = tuple(path.steps)
+        if key in done:
+            first, first_rec, out = done[key]
+            for k in ("status", "error", "samples_ns", "median_ms", "iqr_ms",
+                      "min_ms", "max_ms", "mean_ms", "mad_ms", "flops",
+                      "gflops", "minflt", "minflt_median", "log10_flops",
+                      "log2_size"):
+                rec[k] = first_rec[k]
+            rec["reused_from"] = first
+        else:
+            out = measure_one(backend, inst, path, tensors, args, rec)
+            # Keep an output (for a reusing strategy) only when it is saved.
+            done[key] = (path.strategy, rec,
+                         out if args.save_output else None)
+        if out is not None and args.save_output:
+            save_output(args.save_output, inst, path.strategy, backend.mode,
+                        backend.to_numpy(out))
+        out = None
+        emit(rec)
+
+
+# --------------------------------------------------------------------------
+# Targets: files and folders on the command line
+
+
+def file_kind(file):
+    """'instance', 'paths', 'other' or 'bad' (unreadable or not JSON)."""
+    try:
+        root = read_json(file)
+    except InputError:
+        return "bad"
+    if "format_string" in root:
+        return "instance"
+    if "instance" in root and "paths" in root:
+        return "paths"
+    return "other"
+
+
+def expand_targets(targets, warn):
+    """INSTANCE|DIR arguments -> instance files (DIR: its *.json, sorted)."""
+    files = []
+    for t in targets:
+        if not os.path.isdir(t):
+            files.append(t)
+            continue
+        for name in sorted(os.listdir(t)):
+            path = os.path.join(t, name)
+            if not name.endswith(".json") or not os.path.isfile(path):
+                continue
+            kind = file_kind(path)
+            if kind in ("paths", "other"):
+                warn("%s: skipped (not an instance: %s)"
+                     % (path, "a path file" if kind == "paths"
+                        else "no format_string"))
+            else:
+                files.append(path)   # a bad file is reported when loaded
+    return files
+
+
+# --------------------------------------------------------------------------
+# Output: records and the human table
+
+
+class RecordSink:
+    """Writes each record whole, one JSON object per line, as it comes."""
+
+    def __init__(self, target):
+        self.stream = None
+        if target == "-":
+            self.stream = sys.stdout
+        elif target:
+            d = os.path.dirname(target)
+            if d:
+                os.makedirs(d, exist_ok=True)
+            self.stream = open(target, "w", encoding="utf-8")
+        self.records = []
+
+    def write(self, rec):
+        self.records.append(rec)
+        if self.stream is not None:
+            self.stream.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            self.stream.flush()
+
+    def close(self):
+        if self.stream not in (None, sys.stdout):
+            self.stream.close()
+
+
+def progress_line(rec):
+    """One stderr line per measurement, as the C tool prints it."""
+    what = "%s/%s/%s" % (rec["instance"], rec["strategy"], rec["mode"])
+    if rec["status"] != "ok":
+        return "%s: %s: %s" % (what, rec["status"], rec["error"])
+    return "%s: median %.3f ms, IQR %.3f ms%s" % (
+        what, rec["median_ms"], rec["iqr_ms"],
+        " (same path as %s)" % rec["reused_from"] if rec["reused_from"]
+        else "")
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(records, run, out=sys.stdout):
+    """One section per strategy; the columns of the public suites' logs."""
+    meas = [r for r in records if r["type"] == "measurement"]
+    env = " ".join("%s=%s" % (k, run["env"][k]) for k in THREAD_VARS[:2])
+    out.write("# backend %s, mode %s, threads %d (%s), warmups %d, "
+              "samples %d, fill %s\n"
+              % (run["backend"], meas[0]["mode"] if meas else "-",
+                 run["threads"], env, run["warmups"], run["samples"],
+                 run["fill"]))
+    for strategy in dict.fromkeys(r["strategy"] for r in meas):
+        out.write("\n== %s ==\n" % strategy)
+        out.write("%-52s %7s %10s %9s %12s %10s %12s\n"
+                  % ("Instance", "Tensors", "log10FLOPS", "log2SIZE",
+                     "Median (ms)", "IQR (ms)", "Compile (ms)"))
+        for r in meas:
+            if r["strategy"] != strategy:
+                continue
+            note = "" if r["status"] == "ok" else "  %s: %s" % (r["status"],
+                                                               r["error"])
+            if r["reused_from"]:
+                note += "  (same path as %s)" % r["reused_from"]
+            out.write("%-52s %7d %10s %9s %12s %10s %12s%s\n"
+                      % (r["instance"], r["num_tensors"],
+                         _fmt(r["log10_flops"], ".4f"),
+                         _fmt(r["log2_size"], ".4f"),
+                         _fmt(r["median_ms"], ".3f"),
+                         _fmt(r["iqr_ms"], ".3f"),
+                         _fmt(r["compile_ms"], ".3f"), note))
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+class Backend:
+    """What a peer script supplies. Instantiated after the thread variables
+    are set, so it may import its framework in __init__."""
+    name = "?"
+    mode = "eager"
+
+    def __init__(self, threads):
+        self.threads = threads
+
+    def tensor(self, array):
+        """A backend tensor holding (or sharing) a numpy array."""
+        return array
+
+    def to_numpy(self, t):
+        return t
+
+    def einsum(self, subscripts, *operands):
+        raise NotImplementedError
+
+    def observed_threads(self):
+        return openblas_info().get("openblas_threads")
+
+    def metadata(self):
+        return {}
+
+
+def parser(prog, description):
+    p = argparse.ArgumentParser(
+        prog=prog, description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 all measurements ok (or skipped), 1 a "
+               "measurement failed, 2 usage or input error.")
+    p.add_argument("targets", nargs="+", metavar="INSTANCE|DIR",
+                   help="instance files, or folders of *.json instances")
+    p.add_argument("--mode", default="eager", choices=["eager"],
+                   help="execution mode; a peer has only 'eager'")
+    p.add_argument("--strategy", default="all", metavar="NAME[,NAME]|all",
+                   help="which stored paths (default all)")
+    p.add_argument("--paths", metavar="FILE|DIR",
+                   help="where stored paths come from first")
+    p.add_argument("--warmup", type=int, default=3, metavar="N",
+                   help="warmup runs (default 3)")
+    p.add_argument("--samples", type=int, default=15, metavar="N",
+                   help="sampled runs (default 15)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads of every runtime (default 1)")
+    p.add_argument("--fill", default="zeros", metavar="zeros|random[:SEED]",
+                   help="input fill (default zeros; random seed default 1)")
+    p.add_argument("--inputs", metavar="DIR",
+                   help="operand k is read from DIR/k.npy")
+    p.add_argument("--save-output", metavar="DIR",
+                   help="write DIR/<instance>.<strategy>.<mode>.npy")
+    p.add_argument("--json", metavar="FILE",
+                   help="JSON-lines records to FILE ('-': stdout, no table)")
+    return p
+
+
+def check_args(p, args):
+    if args.warmup < 0:
+        p.error("--warmup: %d (expected N >= 0)" % args.warmup)
+    if args.samples < 1:
+        p.error("--samples: %d (expected N >= 1)" % args.samples)
+    if args.threads < 1:
+        p.error("--threads: %d (expected N >= 1)" % args.threads)
+    try:
+        args.fill_spec = parse_fill(args.fill)
+    except InputError as e:
+        p.error(str(e))
+    args.strategy_text = args.strategy
+    args.strategy = (None if args.strategy == "all"
+                     else [s for s in args.strategy.split(",") if s])
+    if args.strategy == []:
+        p.error("--strategy: empty (expected NAME[,NAME...] or all)")
+    if args.inputs is not None and not os.path.isdir(args.inputs):
+        p.error("--inputs: %s: not a directory" % args.inputs)
+
+
+def main(argv, backend_class, prog, description):
+    """The whole peer: parse, pin threads, load, measure, write."""
+    p = parser(prog, description)
+    args = p.parse_args(argv)
+    check_args(p, args)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends us quietly
+    os.environ.update(thread_env(args.threads))
+    warn = lambda msg: print("%s: %s" % (prog, msg), file=sys.stderr)
+    backend = backend_class(args.threads)
+    sink = RecordSink(args.json)
+    run = run_record(backend, args, [prog] + list(argv))
+    sink.write(run)
+
+    def emit(rec):
+        sink.write(rec)
+        warn(progress_line(rec))
+
+    status = 0
+    for file in expand_targets(args.targets, warn):
+        try:
+            inst = load_instance(file)
+            run_instance(backend, inst, args, emit)
+        except InputError as e:
+            warn(str(e))
+            status = 2
+    sink.close()
+    meas = [r for r in sink.records if r["type"] == "measurement"]
+    if any(r["status"] == "error" for r in meas):
+        status = max(status, 1)
+    if args.json != "-":
+        print_table(sink.records, run)
+    return status
