@@ -397,6 +397,21 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     return st ? EXIT_FAIL : 0;
 }
 
+/* Is `name` one of the comma-separated names in `list` (exact match)? */
+static int in_strategy_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list;; p++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        if (!e)
+            return 0;
+        p = e;
+    }
+}
+
 static int cmd_plan(int argc, char **argv)
 {
     cli_opts c;
@@ -419,7 +434,7 @@ static int cmd_plan(int argc, char **argv)
     int shown = 0;
     for (int k = 0; !st && k < ps->count; k++) {
         if (strcmp(c.run.strategies, "all") != 0 &&
-            !strstr(c.run.strategies, ps->paths[k].strategy))
+            !in_strategy_list(c.run.strategies, ps->paths[k].strategy))
             continue;
         shown++;
         for (int m = 0; m < EB_MODE_COUNT; m++) {
