@@ -4,6 +4,7 @@
 #   make run        build and run the default suite on instances/
 #   make test       build and run every test; last line "N passed, N failed"
 #   make bench      paired performance figures against raw references
+#   make report     eager, trace, numpy and torch on instances/ -> results/
 #   make memcheck   the test suite under valgrind memcheck
 #   make sanitize   the test suite built with -fsanitize=address,undefined
 #   V=1 shows commands; WERROR=1 adds -Werror; SANITIZE=address,undefined
@@ -89,12 +90,13 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libeb.a | deps
 	$(Q)$(CC) $(EB_CFLAGS) -Isrc -MMD -MP -o $@ $< $(BUILD)/libeb.a $(EB_LDLIBS)
 
 run: $(BIN)
-	./$(BIN) run instances/
+	./$(BIN) run --mode both instances/
 
-test: $(BIN) $(TEST_BINS)
+# The Python peers' tests need Debian's python3-numpy and python3-torch.
+test: $(BIN) $(TEST_BINS) | deps-python
 	$(Q)EB_BUILD=$(BUILD) EB_BIN=./$(BIN) tests/run-all
 
-memcheck: $(BIN) $(TEST_BINS)
+memcheck: $(BIN) $(TEST_BINS) | deps-python
 	$(Q)EB_BUILD=$(BUILD) EB_BIN=./$(BIN) \
 	  EB_WRAP="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q" \
 	  tests/run-all
@@ -103,7 +105,10 @@ sanitize:
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
 
 bench: $(BIN)
-	$(Q)scripts/bench
+	$(Q)scripts/bench $(BENCH_ARGS)
+
+report: $(BIN) | deps-python
+	$(Q)scripts/make-report $(REPORT_ARGS)
 
 clean:
 	rm -rf build build-san einsum-bench

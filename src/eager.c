@@ -106,7 +106,7 @@ static eb_status eager_run(void *vctx, const double **out,
         int i = c->path->steps[s].i, j = c->path->steps[s].j;
         operand a = c->live[i], b = c->live[j];
         int last = s == c->path->num_steps - 1;
-        int keep[EB_MAX_RANK];
+        int keep[2 * EB_MAX_RANK];
         int nkeep, summed;
         if (last) {
             nkeep = inst->output.rank;

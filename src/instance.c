@@ -116,7 +116,7 @@ static eb_status parse_terms(const char *file, const char *s, size_t len,
             break;
         }
         if (rank == EB_MAX_RANK) {
-            st = eb_error_set(err, EB_ERR_UNSUPPORTED,
+            st = eb_error_set(err, EB_ERR_INVALID,
                               "%s: format_string: term %d has more than %d labels",
                               file, count, EB_MAX_RANK);
             break;
@@ -386,7 +386,7 @@ int eb_path_equal(const eb_path *a, const eb_path *b)
 
 const char *eb_path_digest(const eb_path *path, char *buf)
 {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = 14695981039346656037ULL;
     for (int s = 0; s < path->num_steps; s++) {
         int v[2] = {path->steps[s].i, path->steps[s].j};
         for (int k = 0; k < 2; k++)

@@ -4,7 +4,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-__attribute__((target("avx2"))) static void mul_avx2(int64_t n,
+__attribute__((target("avx2"))) static void eb_kern_mul_avx2(int64_t n,
                                                      const double *a,
                                                      const double *b,
                                                      double *c)
@@ -31,7 +31,7 @@ __attribute__((target("avx2"))) static void mul_avx2(int64_t n,
 void eb_kern_mul(int64_t n, const double *a, const double *b, double *c)
 {
     if (__builtin_cpu_supports("avx2")) {
-        mul_avx2(n, a, b, c);
+        eb_kern_mul_avx2(n, a, b, c);
         return;
     }
     for (int64_t i = 0; i < n; i++)
@@ -93,7 +93,7 @@ enum { SMALL_TILE = 1024 };
 /* One row block of C for a row-major B and C: nv full vectors of 4
  * accumulated over K in registers, then stored once (beta = 0). */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
+eb_kern_row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
                int64_t sbk, double *cr, const int nv)
 {
     __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(),
@@ -110,7 +110,7 @@ row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
 
 /* The last N % 4 columns, with masked loads and stores. */
 __attribute__((target("avx2,fma"))) static void
-row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
+eb_kern_row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
               int64_t sbk, double *cr, int rem)
 {
     const __m256i mask = _mm256_setr_epi64x(-1, rem > 1 ? -1 : 0,
@@ -124,7 +124,7 @@ row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
 
 /* C = A B for row-major B and C (unit column strides), row by row. */
 __attribute__((target("avx2,fma"))) static void
-small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
+eb_kern_small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
                 int64_t sak, const double *b, int64_t sbk, double *c,
                 int64_t scm)
 {
@@ -133,21 +133,21 @@ small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
         double *cr = c + m * scm;
         int64_t n = 0;
         for (; n + 16 <= N; n += 16)
-            row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 4);
+            eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 4);
         switch ((N - n) / 4) {
-        case 3: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 3); break;
-        case 2: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 2); break;
-        case 1: row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 1); break;
+        case 3: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 3); break;
+        case 2: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 2); break;
+        case 1: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 1); break;
         default: break;
         }
         n += (N - n) / 4 * 4;
         if (n < N)
-            row_tail_avx2(K, ar, sak, b + n, sbk, cr + n, (int)(N - n));
+            eb_kern_row_tail_avx2(K, ar, sak, b + n, sbk, cr + n, (int)(N - n));
     }
 }
 
 /* Portable version of the same row-major case. */
-static void small_gemm_rows(int64_t M, int64_t N, int64_t K, const double *a,
+static void eb_kern_small_gemm_rows(int64_t M, int64_t N, int64_t K, const double *a,
                             int64_t sam, int64_t sak, const double *b,
                             int64_t sbk, double *c, int64_t scm)
 {
@@ -177,15 +177,15 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
     int fast = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (sbn == 1 && scn == 1) {
         if (fast)
-            small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, c, scm);
+            eb_kern_small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, c, scm);
         else
-            small_gemm_rows(M, N, K, a, sam, sak, b, sbk, c, scm);
+            eb_kern_small_gemm_rows(M, N, K, a, sam, sak, b, sbk, c, scm);
         return;
     }
     if (sbn == 1 && fast && M * N <= SMALL_TILE) {
         /* Strided C: compute a compact tile on the stack, then scatter. */
         double tile[SMALL_TILE];
-        small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, tile, N);
+        eb_kern_small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, tile, N);
         for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++)
                 c[m * scm + n * scn] = tile[m * N + n];
@@ -234,7 +234,7 @@ int64_t eb_xform_out_elems(const eb_xform *x)
 }
 
 /* Sum over the reduced dims of in (offset base) into one row of out. */
-static void reduce_row(const eb_xform *x, const double *in, int64_t n,
+static void eb_kern_reduce_row(const eb_xform *x, const double *in, int64_t n,
                        int64_t s, double *restrict out)
 {
     int64_t idx[EB_MAX_RANK] = {0};
@@ -260,7 +260,7 @@ static void reduce_row(const eb_xform *x, const double *in, int64_t n,
 
 /* out[i*so + j] = in[i*si + j*sj], in square tiles so that both the strided
  * reads and the strided writes of a tile stay in L1. */
-static void copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
+static void eb_kern_copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
                     int64_t sj, double *restrict out, int64_t so)
 {
     enum { T = 16 };
@@ -286,7 +286,7 @@ static void copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
  * whole cache lines on one side and writes them on the other; every other
  * dim is walked by an odometer.
  */
-static void permute(const eb_xform *x, const double *in, double *out)
+static void eb_kern_permute(const eb_xform *x, const double *in, double *out)
 {
     int r = x->rank;
     int64_t ostride[EB_MAX_RANK];
@@ -304,7 +304,7 @@ static void permute(const eb_xform *x, const double *in, double *out)
     int64_t idx[EB_MAX_RANK] = {0};
     int64_t ioff = 0, ooff = 0;
     for (;;) {
-        copy_2d(ni, nj, in + ioff, si, sj, out + ooff, so);
+        eb_kern_copy_2d(ni, nj, in + ioff, si, sj, out + ooff, so);
         int d = r - 2;
         for (; d >= 0; d--) {
             if (d == p)
@@ -325,11 +325,11 @@ static void permute(const eb_xform *x, const double *in, double *out)
 void eb_kern_xform(const eb_xform *x, const double *in, double *out)
 {
     if (x->rank == 0) {
-        reduce_row(x, in, 1, 0, out);
+        eb_kern_reduce_row(x, in, 1, 0, out);
         return;
     }
     if (x->red_rank == 0 && x->rank >= 2) {
-        permute(x, in, out);
+        eb_kern_permute(x, in, out);
         return;
     }
     int r = x->rank;
@@ -341,7 +341,7 @@ void eb_kern_xform(const eb_xform *x, const double *in, double *out)
             for (int64_t j = 0; j < n; j++)
                 o[j] = in[off + j * s];
         else
-            reduce_row(x, in + off, n, s, o);
+            eb_kern_reduce_row(x, in + off, n, s, o);
         int d = r - 2;
         for (; d >= 0; d--) {
             off += x->in_stride[d];

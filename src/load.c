@@ -371,8 +371,8 @@ static eb_status read_shapes(const char *file, const cJSON *root,
         }
         int r = cJSON_GetArraySize(s);
         if (r > EB_MAX_RANK) {
-            st = eb_error_set(err, EB_ERR_UNSUPPORTED,
-                              "%s: shapes[%d]: rank %d above %d", file, k, r,
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: shapes[%d]: rank %d (at most %d supported)", file, k, r,
                               EB_MAX_RANK);
             break;
         }

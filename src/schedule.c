@@ -97,9 +97,18 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
         int a = live[pi], b = live[pj];
         eb_sched_step *st_ = &s->steps[t];
         int *ids = s->ids_pool_ + (size_t)t * EB_MAX_RANK;
+        int kept[2 * EB_MAX_RANK];
         int summed;
         int r = eb_keep_labels(slot_ids[a], slot_rank[a], slot_ids[b],
-                               slot_rank[b], refcount, ids, &summed);
+                               slot_rank[b], refcount, kept, &summed);
+        if (r > EB_MAX_RANK) {
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: paths.%s.path[%d]: the step's result has %d "
+                              "labels (at most %d supported)", inst->file,
+                              path->strategy, t, r, EB_MAX_RANK);
+            goto done;
+        }
+        memcpy(ids, kept, (size_t)r * sizeof(int));
         st_->is_final = t == path->num_steps - 1;
         if (st_->is_final) {
             /* Kept labels are exactly the output labels; use output order. */
@@ -117,6 +126,13 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
             size *= (double)inst->label_size[uni[q]];
         for (int q = 0; q < r; q++)
             oel *= (double)inst->label_size[ids[q]];
+        if (oel > (double)EB_MAX_ELEMS) {
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: paths.%s.path[%d]: the step's result has "
+                              "2^%.1f elements (at most 2^40)", inst->file,
+                              path->strategy, t, log2(oel));
+            goto done;
+        }
         st_->a = a;
         st_->b = b;
         st_->pos_i = pi;
@@ -152,6 +168,7 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
     *out = s;
     s = NULL;
 done:
+    /* On failure s is destroyed below; on success it was handed out. */
     eb_schedule_destroy(s);
     free(live);
     free(refcount);

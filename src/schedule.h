@@ -49,7 +49,7 @@ void eb_schedule_destroy(eb_schedule *s);
  * themselves (eager mode, the path finder). refcount[l] is the number of live
  * operands that contain label l (counted once per operand) plus 1 if l is in
  * the output, *including* a and b. Writes the kept labels in canonical order
- * into out_ids and returns their count; *summed is set to 1 if any label of
+ * into out_ids (room for a_rank + b_rank labels) and returns their count; *summed is set to 1 if any label of
  * the pair is summed away. Does not change refcount.
  */
 int eb_keep_labels(const int *a_ids, int a_rank, const int *b_ids, int b_rank,
