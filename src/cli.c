@@ -224,22 +224,31 @@ static int parse_args(int argc, char **argv, cli_opts *c)
 }
 
 /* OpenBLAS sizes its thread pool when it loads: make the environment say the
- * budget and start again, once. Under Valgrind the pool is set instead (a
- * re-executed child would run outside the tool). Returns only on no exec. */
+ * budget and start again, once. With more than one thread, OpenBLAS's idle
+ * workers would spin for a while after each call and take the core the
+ * engine's own threads need (measured: the batched small-GEMM steps of the
+ * lm instance got slower, not faster, at --threads 2), so unless the user
+ * chose otherwise OPENBLAS_THREAD_TIMEOUT=4 makes them sleep almost at
+ * once. Under Valgrind the pool is set at run time instead (a re-executed
+ * child would run outside the tool). Returns 1 after a re-exec. */
 static int apply_threads(int threads, char **argv)
 {
     char want[16];
     snprintf(want, sizeof want, "%d", threads);
     const char *have = getenv("OPENBLAS_NUM_THREADS");
-    if (have && strcmp(have, want) == 0)
+    int need_timeout = threads > 1 && !getenv("OPENBLAS_THREAD_TIMEOUT");
+    if (have && strcmp(have, want) == 0 && !need_timeout)
         return getenv("EB_REEXEC") != NULL;
     if (getenv("EB_REEXEC") || eb_window_on_valgrind()) {
-        fprintf(stderr, "einsum-bench: warning: OPENBLAS_NUM_THREADS=%s but "
-                "--threads %d; setting the pool at run time\n",
-                have ? have : "(unset)", threads);
-        return 0;
+        if (!have || strcmp(have, want) != 0)
+            fprintf(stderr, "einsum-bench: warning: OPENBLAS_NUM_THREADS=%s "
+                    "but --threads %d; setting the pool at run time\n",
+                    have ? have : "(unset)", threads);
+        return getenv("EB_REEXEC") != NULL;
     }
     setenv("OPENBLAS_NUM_THREADS", want, 1);
+    if (need_timeout)
+        setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
     setenv("EB_REEXEC", "1", 1);
     execv("/proc/self/exe", argv);
     fprintf(stderr, "einsum-bench: warning: cannot re-execute (%s); setting "

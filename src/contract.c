@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "team.h"
 
 /* Batches of matrices at most this many multiply-adds go to the engine's own
  * small-GEMM kernel instead of one BLAS call each: below it, a BLAS call's
@@ -303,6 +304,32 @@ static void classify(const axes *ax, int two, const int *keep, int nkeep,
         }
 }
 
+/* Merge adjacent batch dims that are contiguous in all three operands,
+ * so that loops (and the elementwise kernel's runs) are as long as they
+ * can be. */
+static void fuse_batch(eb_plan *p)
+{
+    int r = 0;
+    for (int d = 0; d < p->nb; d++) {
+        if (p->bshape[d] == 1)
+            continue;
+        int merge = r > 0;
+        for (int s = 0; s < 3 && merge; s++)
+            merge = p->bstride[s][r - 1] == p->bstride[s][d] * p->bshape[d];
+        if (merge) {
+            p->bshape[r - 1] *= p->bshape[d];
+            for (int s = 0; s < 3; s++)
+                p->bstride[s][r - 1] = p->bstride[s][d];
+            continue;
+        }
+        p->bshape[r] = p->bshape[d];
+        for (int s = 0; s < 3; s++)
+            p->bstride[s][r] = p->bstride[s][d];
+        r++;
+    }
+    p->nb = r;
+}
+
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
                            const int64_t *label_size, eb_plan *p,
@@ -399,6 +426,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
         p->bstride[1][q] = stride_of(&best.lay[1], l);
         p->bstride[2][q] = stride_of(kc, l);
     }
+    fuse_batch(p);
     fuse(&best.lay[0], &o->m, label_size, &p->sam);
     fuse(&best.lay[0], &o->k, label_size, &p->sak);
     fuse(&best.lay[1], &o->k, label_size, &p->sbk);
@@ -477,89 +505,166 @@ static void kernel_one(const eb_plan *p, const double *a, const double *b,
     }
 }
 
-/* Elementwise over batch dims: the innermost batch dim is one strided run. */
-static void run_mul(const eb_plan *p, const double *a, const double *b,
-                    double *c)
+/* Offsets of flat index i over the first nd batch dims (row-major). */
+static void batch_offsets(const eb_plan *p, int nd, int64_t i, int64_t *idx,
+                          int64_t *off)
 {
-    if (p->nb == 0) {
-        *c = *a * *b;
-        return;
-    }
-    int last = p->nb - 1;
-    int64_t idx[EB_MAX_RANK] = {0};
-    int64_t oa = 0, ob = 0, oc = 0;
-    for (;;) {
-        eb_kern_mul_strided(p->bshape[last], a + oa, p->bstride[0][last],
-                            b + ob, p->bstride[1][last], c + oc,
-                            p->bstride[2][last]);
-        int d = last - 1;
-        for (; d >= 0; d--) {
-            oa += p->bstride[0][d];
-            ob += p->bstride[1][d];
-            oc += p->bstride[2][d];
-            if (++idx[d] < p->bshape[d])
-                break;
-            oa -= p->bstride[0][d] * p->bshape[d];
-            ob -= p->bstride[1][d] * p->bshape[d];
-            oc -= p->bstride[2][d] * p->bshape[d];
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return;
+    off[0] = off[1] = off[2] = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = i % p->bshape[d];
+        i /= p->bshape[d];
+        for (int s = 0; s < 3; s++)
+            off[s] += idx[d] * p->bstride[s][d];
     }
 }
 
-static void run_batched(const eb_plan *p, const double *a, const double *b,
-                        double *c, eb_exec_counters *cnt)
+static void batch_next(const eb_plan *p, int nd, int64_t *idx, int64_t *off)
 {
-    if (p->kind == EB_KIND_MUL) {
-        run_mul(p, a, b, c);
+    for (int d = nd - 1; d >= 0; d--) {
+        for (int s = 0; s < 3; s++)
+            off[s] += p->bstride[s][d];
+        if (++idx[d] < p->bshape[d])
+            return;
+        for (int s = 0; s < 3; s++)
+            off[s] -= p->bstride[s][d] * p->bshape[d];
+        idx[d] = 0;
+    }
+}
+
+/* Elementwise multiply runs its innermost batch dim as one strided row. */
+static int mul_rows(const eb_plan *p)
+{
+    return p->kind == EB_KIND_MUL && p->nb > 0;
+}
+
+/* Rows [lo, hi) of the batch space. A row is one batch element, or for
+ * the elementwise kernel one run of the innermost batch dim. */
+static void run_rows(const eb_plan *p, const double *a, const double *b,
+                     double *c, int64_t lo, int64_t hi, eb_exec_counters *cnt)
+{
+    int mul = mul_rows(p);
+    int nd = mul ? p->nb - 1 : p->nb, last = p->nb - 1;
+    int64_t idx[EB_MAX_RANK], off[3];
+    batch_offsets(p, nd, lo, idx, off);
+    for (int64_t i = lo; i < hi; i++) {
+        if (mul)
+            eb_kern_mul_strided(p->bshape[last], a + off[0],
+                                p->bstride[0][last], b + off[1],
+                                p->bstride[1][last], c + off[2],
+                                p->bstride[2][last]);
+        else
+            kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
+        batch_next(p, nd, idx, off);
+    }
+}
+
+static int64_t row_count(const eb_plan *p)
+{
+    int64_t n = 1;
+    for (int d = 0; d < (mul_rows(p) ? p->nb - 1 : p->nb); d++)
+        n *= p->bshape[d];
+    return n;
+}
+
+/* Work below this many multiply-adds or elements stays on one thread: a
+ * wake-up of the team costs microseconds. */
+#define PARALLEL_MIN_WORK (1 << 16)
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c;
+    const eb_xform *x;
+    const double *in;
+    double *out;
+} job;
+
+static void rows_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    const eb_plan *p = j->p;
+    int64_t rows = row_count(p);
+    long long lo, hi;
+    if (rows >= nparts || !mul_rows(p)) {
+        eb_team_split(rows, part, nparts, &lo, &hi);
+        run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
         return;
     }
-    int64_t idx[EB_MAX_RANK] = {0};
-    int64_t oa = 0, ob = 0, oc = 0;
-    for (;;) {
-        kernel_one(p, a + oa, b + ob, c + oc, cnt);
-        int d = p->nb - 1;
-        for (; d >= 0; d--) {
-            oa += p->bstride[0][d];
-            ob += p->bstride[1][d];
-            oc += p->bstride[2][d];
-            if (++idx[d] < p->bshape[d])
-                break;
-            oa -= p->bstride[0][d] * p->bshape[d];
-            ob -= p->bstride[1][d] * p->bshape[d];
-            oc -= p->bstride[2][d] * p->bshape[d];
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return;
+    /* One long elementwise row: split the row itself. */
+    int last = p->nb - 1;
+    eb_team_split(p->bshape[last], part, nparts, &lo, &hi);
+    eb_kern_mul_strided(hi - lo, j->a + lo * p->bstride[0][last],
+                        p->bstride[0][last], j->b + lo * p->bstride[1][last],
+                        p->bstride[1][last], j->c + lo * p->bstride[2][last],
+                        p->bstride[2][last]);
+}
+
+static void run_batched(const eb_plan *p, const double *a, const double *b,
+                        double *c, eb_team *team, eb_exec_counters *cnt)
+{
+    int64_t rows = row_count(p);
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
+    if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
+        (rows > 1 || mul_rows(p))) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        eb_team_run(team, rows_part, &j);
+        return;
     }
+    run_rows(p, a, b, c, 0, rows, cnt);
+}
+
+static void xform_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    eb_xform sub = *j->x;
+    long long lo, hi;
+    eb_team_split(sub.shape[0], part, nparts, &lo, &hi);
+    int64_t ostride = eb_xform_out_elems(j->x) / sub.shape[0];
+    sub.shape[0] = hi - lo;
+    if (sub.shape[0] > 0)
+        eb_kern_xform(&sub, j->in + lo * sub.in_stride[0],
+                      j->out + lo * ostride);
+}
+
+/* A permutation or reduction, split along its outermost output dim. */
+static void xform(const eb_xform *x, const double *in, double *out,
+                  eb_team *team)
+{
+    int n = eb_team_size(team);
+    if (n > 1 && x->rank >= 1 && x->shape[0] >= n &&
+        eb_xform_out_elems(x) >= PARALLEL_MIN_WORK) {
+        job j = {.x = x, .in = in, .out = out};
+        eb_team_run(team, xform_part, &j);
+        return;
+    }
+    eb_kern_xform(x, in, out);
 }
 
 void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
                       double *prep0, double *prep1, double *tmp, double *out,
-                      eb_exec_counters *cnt)
+                      eb_team *team, eb_exec_counters *cnt)
 {
     if (p->kind == EB_KIND_COPY) {
-        eb_kern_xform(&p->xf[0], a, out);
+        xform(&p->xf[0], a, out, team);
         cnt->permuted_elems += p->out_elems;
         return;
     }
     if (p->prep[0]) {
-        eb_kern_xform(&p->xf[0], a, prep0);
+        xform(&p->xf[0], a, prep0, team);
         cnt->permuted_elems += p->prep_elems[0];
         a = prep0;
     }
     if (p->prep[1]) {
-        eb_kern_xform(&p->xf[1], b, prep1);
+        xform(&p->xf[1], b, prep1, team);
         cnt->permuted_elems += p->prep_elems[1];
         b = prep1;
     }
     double *c = p->post ? tmp : out;
-    run_batched(p, a, b, c, cnt);
+    run_batched(p, a, b, c, team, cnt);
     if (p->post) {
-        eb_kern_xform(&p->xf_post, tmp, out);
+        xform(&p->xf_post, tmp, out, team);
         cnt->permuted_elems += p->out_elems;
     }
 }

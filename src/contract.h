@@ -22,6 +22,8 @@
 #include "kernels.h"
 #include "tensor.h"
 
+struct eb_team;
+
 typedef enum {
     EB_KIND_COPY,       /* single operand: permute and/or reduce only */
     EB_KIND_MUL,        /* elementwise multiply (batch labels only) */
@@ -82,9 +84,11 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            eb_error *err);
 
 /* Execute a plan. prep0/prep1/tmp are scratch buffers of the sizes the plan
- * asks for (NULL where not needed); out has plan->out_elems elements. */
+ * asks for (NULL where not needed); out has plan->out_elems elements. The
+ * engine's own kernels and permutations split their work over `team`
+ * (NULL: the calling thread only); BLAS calls stay on the calling thread. */
 void eb_contract_exec(const eb_plan *plan, const double *a, const double *b,
                       double *prep0, double *prep1, double *tmp, double *out,
-                      eb_exec_counters *cnt);
+                      struct eb_team *team, eb_exec_counters *cnt);
 
 #endif

@@ -16,6 +16,7 @@ typedef struct {
     const eb_path *path;
     const eb_view *inputs;
     eb_pool *pool;
+    struct eb_team *team;
     operand *live;      /* num_tensors entries */
     int *refcount;      /* per label: live operands holding it (+1 output) */
     int *refcount0;     /* refcount before the first step */
@@ -71,7 +72,7 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
                             (long long)plan.out_elems);
     }
     eb_contract_exec(&plan, a->v.data, b ? b->v.data : NULL, p0, p1, tmp, out,
-                     cnt);
+                     c->team, cnt);
     eb_pool_put(c->pool, p0);
     eb_pool_put(c->pool, p1);
     eb_pool_put(c->pool, tmp);
@@ -159,7 +160,8 @@ static void eager_destroy(void *vctx)
 
 eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, eb_pool *pool,
-                          eb_executor *ex, eb_error *err)
+                          struct eb_team *team, eb_executor *ex,
+                          eb_error *err)
 {
     eb_status st = eb_path_validate(path, inst->num_tensors, inst->file,
                                     path->strategy, err);
@@ -180,6 +182,7 @@ eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
     c->path = path;
     c->inputs = inputs;
     c->pool = pool;
+    c->team = team;
     for (int k = 0; k < inst->num_tensors; k++)
         count_labels(c->refcount0, &inputs[k], +1);
     for (int q = 0; q < inst->output.rank; q++)
@@ -199,7 +202,7 @@ eb_status eb_eager_describe(const eb_instance *inst, const eb_path *path,
     for (int k = 0; k < inst->num_tensors; k++)
         eb_view_compact(&views[k], NULL, inst->inputs[k].ids,
                         inst->inputs[k].rank, inst->label_size);
-    eb_status st = eb_eager_create(inst, path, views, NULL, &ex, err);
+    eb_status st = eb_eager_create(inst, path, views, NULL, NULL, &ex, err);
     if (!st) {
         eager_ctx *c = ex.ctx;
         c->descs = descs;

@@ -6,8 +6,8 @@
  * at call time (DESIGN 4.2). The output order is the subscripts', as in a
  * pairwise einsum call; choosing orders across steps is trace mode's job.
  *
- * Ownership: the executor borrows inst, path, the input views and the pool
- * (all must outlive it) and owns only its small workspace.
+ * Ownership: the executor borrows inst, path, the input views, the pool and
+ * the team (all must outlive it) and owns only its small workspace.
  */
 #ifndef EB_EAGER_H
 #define EB_EAGER_H
@@ -18,7 +18,8 @@
 
 eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, eb_pool *pool,
-                          eb_executor *ex, eb_error *err);
+                          struct eb_team *team, eb_executor *ex,
+                          eb_error *err);
 
 /* What eager mode decides at one step, for `plan`. */
 typedef struct {

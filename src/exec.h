@@ -32,11 +32,12 @@ typedef struct eb_executor {
 } eb_executor;
 
 /* Create the executor of a mode for one instance, path and set of inputs,
- * drawing memory from pool (all borrowed; they must outlive it). Trace mode
- * compiles here. */
+ * drawing memory from pool and engine threads from team (all borrowed; they
+ * must outlive it; team may be NULL). Trace mode compiles here. */
 eb_status eb_exec_create(eb_mode mode, const eb_instance *inst,
                          const eb_path *path, const eb_view *inputs,
-                         eb_pool *pool, eb_executor *ex, eb_error *err);
+                         eb_pool *pool, struct eb_team *team, eb_executor *ex,
+                         eb_error *err);
 
 /* Destroy an executor made by eb_exec_create (safe on a zeroed one). */
 void eb_exec_destroy(eb_executor *ex);

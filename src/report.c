@@ -12,7 +12,8 @@
 
 typedef struct {
     char *instance, *strategy, *mode, *status, *error, *reused;
-    int tensors;
+    char *check;    /* "passed (naive, 3e-16)" for check-only rows */
+    int tensors, has_stats;
     double log10_flops, log2_size, median_ms, iqr_ms, compile_ms;
 } row;
 
@@ -62,6 +63,14 @@ static int table_measurement(void *vctx, const eb_record *r)
     w->error = dup_or_null(r->error);
     w->reused = dup_or_null(r->reused_from);
     w->tensors = r->num_tensors;
+    w->has_stats = r->has_stats;
+    if (r->has_check && r->check_status) {
+        char buf[160];
+        snprintf(buf, sizeof buf, "check %s (%s, max_rel_err %.2g)",
+                 r->check_status, r->check_ref ? r->check_ref : "-",
+                 r->max_rel_err);
+        w->check = dup_or_null(buf);
+    }
     w->log10_flops = r->log10_flops;
     w->log2_size = r->log2_size;
     w->median_ms = r->has_stats ? r->stats.median_ns / 1e6 : NAN;
@@ -88,6 +97,14 @@ static void print_row(FILE *f, const row *w)
         fprintf(f, "%-52s %7d %10s %8s %12s  %s: %s\n", w->instance, w->tensors,
                 "-", "-", w->status, w->status,
                 w->error ? w->error : "");
+        return;
+    }
+    if (!w->has_stats) {
+        fprintf(f, "%-52s %7d %10.4f %8.4f  %s", w->instance, w->tensors,
+                w->log10_flops, w->log2_size, w->check ? w->check : "-");
+        if (w->reused)
+            fprintf(f, "  (same path as %s)", w->reused);
+        fputc('\n', f);
         return;
     }
     fprintf(f, "%-52s %7d %10.4f %8.4f %12.3f %10.3f %12.3f", w->instance,
@@ -134,6 +151,7 @@ static void table_destroy(void *vctx)
         free(w->status);
         free(w->error);
         free(w->reused);
+        free(w->check);
     }
     free(t->rows);
     free(t);

@@ -145,7 +145,7 @@ static eb_status measure(runner *r, const eb_instance *inst,
     rec->openblas_threads = eb_scope_blas_threads(scope);
     eb_executor ex;
     st = eb_exec_create(mode, inst, path, ops->views, eb_scope_pool(scope),
-                        &ex, err);
+                        eb_scope_team(scope), &ex, err);
     if (st) {
         eb_scope_leave(scope);
         return st;

@@ -7,7 +7,11 @@
  * the process's OPENBLAS_NUM_THREADS match the budget before that (by
  * re-executing itself), and the scope checks what OpenBLAS reports.
  *
- * Ownership: the scope owns its pool; eb_scope_leave frees everything.
+ * The engine's own threads (a team of `threads`, caller included) start
+ * when the scope is entered and stop when it is left.
+ *
+ * Ownership: the scope owns its pool and team; eb_scope_leave frees
+ * everything.
  */
 #ifndef EB_SCOPE_H
 #define EB_SCOPE_H
@@ -21,6 +25,7 @@ eb_status eb_scope_enter(int threads, eb_scope **out, eb_error *err);
 void eb_scope_leave(eb_scope *scope); /* NULL is fine */
 
 eb_pool *eb_scope_pool(eb_scope *scope);
+struct eb_team *eb_scope_team(eb_scope *scope); /* the engine's threads */
 int eb_scope_threads(const eb_scope *scope);       /* requested budget */
 int eb_scope_blas_threads(const eb_scope *scope);  /* observed in OpenBLAS */
 

@@ -34,6 +34,7 @@ static const char *const env_names[] = {
     "OPENBLAS_VERBOSE",  "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
     "OMP_THREAD_LIMIT",  "OMP_DYNAMIC",      "MKL_NUM_THREADS",
     "BLIS_NUM_THREADS",  "OMP_PROC_BIND",    "OMP_PLACES",
+    "OPENBLAS_THREAD_TIMEOUT", "EB_REEXEC",
 };
 enum { NUM_ENV = sizeof env_names / sizeof env_names[0] };
 _Static_assert((int)NUM_ENV <= (int)EB_SYSINFO_ENVS,

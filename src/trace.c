@@ -20,7 +20,7 @@ typedef struct {
     tstep *steps;
     double *arena;
     int64_t arena_elems;
-    const double *result;
+    struct eb_team *team;
 } program;
 
 typedef struct {
@@ -358,7 +358,7 @@ static eb_status trace_run(void *vctx, const double **out,
     for (int t = 0; t < p->nsteps; t++) {
         const tstep *s = &p->steps[t];
         eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp, s->out,
-                         cnt);
+                         p->team, cnt);
     }
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
@@ -376,8 +376,8 @@ static double now_ms(void)
 }
 
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
-                          const eb_view *inputs, eb_executor *ex,
-                          eb_error *err)
+                          const eb_view *inputs, struct eb_team *team,
+                          eb_executor *ex, eb_error *err)
 {
     double t0 = now_ms();
     program *p;
@@ -393,6 +393,7 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     }
     memset(arena, 0, bytes); /* touch every page at compile time */
     p->arena = arena;
+    p->team = team;
     bind(p, inputs, inst->num_tensors);
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,

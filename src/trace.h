@@ -20,8 +20,8 @@
  * Sampled runs only execute the program: kernel calls with precomputed
  * pointers. Compile time is reported as compile_ms.
  *
- * Ownership: the program borrows inst, path and the input views; it owns its
- * steps and arena.
+ * Ownership: the program borrows inst, path, the input views and the team;
+ * it owns its steps and arena.
  */
 #ifndef EB_TRACE_H
 #define EB_TRACE_H
@@ -30,8 +30,8 @@
 #include "exec.h"
 
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
-                          const eb_view *inputs, eb_executor *ex,
-                          eb_error *err);
+                          const eb_view *inputs, struct eb_team *team,
+                          eb_executor *ex, eb_error *err);
 
 /* Compile without data and describe the program's steps (for `plan`);
  * descs has max(num_steps, 1) entries. *arena_bytes gets the arena size. */

@@ -84,7 +84,7 @@ static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
         goto fail;
     eb_executor ex;
     st = eb_exec_create(mode, c->inst, path, c->ops->views,
-                        eb_scope_pool(scope), &ex, err);
+                        eb_scope_pool(scope), eb_scope_team(scope), &ex, err);
     if (!st) {
         const double *out;
         eb_exec_counters cnt = {0};

@@ -14,7 +14,11 @@
 #include "operands.h"
 #include "pool.h"
 #include "refeinsum.h"
+#include "team.h"
 #include "utf8.h"
+
+/* The engine threads the helpers run with (NULL: one thread). */
+static eb_team *tu_team;
 
 /* Build an instance from fs and a size for each code point (sizes[cp] for
  * ASCII, or via size_of for any code point). */
@@ -69,7 +73,8 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     double e = -2;
-    if (!eb_exec_create(mode, inst, path, ops->views, pool, &ex, &err)) {
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, &ex,
+                        &err)) {
         const double *out;
         eb_exec_counters cnt = {0};
         /* Twice: the second run reuses pooled buffers. */

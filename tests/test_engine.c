@@ -76,6 +76,15 @@ static const case_t cases[] = {
     {"ij->ji", "i=37,j=41", EB_KIND_COPY, 0},
     {"iij->j", "i=5,j=6", EB_KIND_COPY, 0},
     {"ij->", "i=5,j=6", EB_KIND_COPY, 0},
+    /* Large enough for the engine threads to split the work. */
+    {"ij,ij->ij", "i=300,j=301", EB_KIND_MUL, 0},
+    {"ij,ji->ij", "i=300,j=301", EB_KIND_MUL, 0},
+    {"bij,bjk->bik", "b=2000,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
+    {"bij,bjk->kbi", "b=2000,i=4,j=5,k=3", -1, -1},
+    {"bi,bj->bij", "b=100,i=30,j=31", EB_KIND_OUTER, 0},
+    {"bk,bk->b", "b=9000,k=9", EB_KIND_DOT, 0},
+    {"ij->ji", "i=400,j=300", EB_KIND_COPY, 0},
+    {"ijk->ki", "i=60,j=50,k=40", EB_KIND_COPY, 0},
 };
 
 static void test_cases(void)
@@ -203,5 +212,13 @@ int main(void)
 {
     test_cases();
     test_random();
+    /* Again with two engine threads: the split kernels and permutations
+     * must give the same results. */
+    eb_error err;
+    if (eb_team_create(2, &tu_team, &err) == EB_OK) {
+        test_cases();
+        eb_team_destroy(tu_team);
+        tu_team = NULL;
+    }
     return eb_check_done("test_engine");
 }

@@ -79,7 +79,7 @@ static long sample_allocs(const eb_instance *inst, const eb_path *path,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     long calls = -1;
-    if (!eb_exec_create(mode, inst, path, ops->views, pool, &ex, &err)) {
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, NULL, &ex, &err)) {
         const double *out;
         eb_exec_counters cnt = {0};
         for (int w = 0; w < 2; w++) {
@@ -101,12 +101,22 @@ static long sample_allocs(const eb_instance *inst, const eb_path *path,
     return calls;
 }
 
+/* Under a wrapper such as valgrind (EB_WRAP set by tests/run-all) only
+ * the small instances run: memcheck is ~50x slower. */
+static int wrapped(void)
+{
+    const char *w = getenv("EB_WRAP");
+    return w && *w;
+}
+
 static void test_no_alloc_in_samples(void)
 {
-    const char *names[] = {"lm_batch_likelihood_sentence_3_12d",
-                           "str_nw_mera_open_26", "nary_matmul_chain_64",
-                           "bin_batched_outer_product_noncompact_j16_k16_o64_t64"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    const char *names[] = {"nary_matmul_chain_64",
+                           "bin_batched_outer_product_noncompact_j16_k16_o64_t64",
+                           "lm_batch_likelihood_sentence_3_12d",
+                           "str_nw_mera_open_26"};
+    size_t count = wrapped() ? 2 : sizeof names / sizeof names[0];
+    for (size_t k = 0; k < count; k++) {
         eb_pathset *ps;
         eb_instance *inst = load_ref(names[k], &ps);
         if (!inst) {
@@ -171,6 +181,10 @@ static void test_bench_loop(void)
  * the arena pointers are fixed (same output address every run). */
 static void test_trace_compiles_once(void)
 {
+    if (wrapped()) {
+        printf("note: under a wrapper, the lm compile test is skipped\n");
+        return;
+    }
     eb_pathset *ps;
     eb_instance *inst = load_ref("lm_batch_likelihood_sentence_3_12d", &ps);
     if (!inst) {
@@ -182,7 +196,8 @@ static void test_trace_compiles_once(void)
     eb_error err;
     eb_operands_create(inst, &fill, &ops, &err);
     eb_executor ex;
-    EB_CHECK(eb_trace_create(inst, &ps->paths[0], ops->views, &ex, &err) == 0,
+    EB_CHECK(eb_trace_create(inst, &ps->paths[0], ops->views, NULL, &ex,
+                             &err) == 0,
              "trace compiles");
     EB_CHECK(ex.compile_ms > 0 && ex.static_bytes > 0,
              "compile time %g ms and arena %lld bytes reported", ex.compile_ms,

@@ -1,0 +1,33 @@
+/*
+ * team: the engine's own threads (DESIGN 4.3: the scope fixes the thread
+ * budget for OpenBLAS *and* the engine). A team of n threads is the caller
+ * plus n - 1 workers that sleep on a condition variable between jobs.
+ *
+ * eb_team_run splits a job into n parts: part 0 runs on the caller, part k
+ * on worker k; it returns when all parts are done. Jobs never allocate.
+ * BLAS calls stay on the caller's thread: OpenBLAS threads them itself.
+ *
+ * Ownership: the scope creates and destroys the team; executors borrow it.
+ * A NULL team, or a team of one, runs every job inline.
+ */
+#ifndef EB_TEAM_H
+#define EB_TEAM_H
+
+#include "status.h"
+
+typedef struct eb_team eb_team;
+
+typedef void (*eb_team_fn)(void *arg, int part, int nparts);
+
+eb_status eb_team_create(int nthreads, eb_team **out, eb_error *err);
+void eb_team_destroy(eb_team *team); /* NULL is fine */
+
+int eb_team_size(const eb_team *team); /* 1 for NULL */
+
+void eb_team_run(eb_team *team, eb_team_fn fn, void *arg);
+
+/* Part `part` of `nparts` of the range [0, n): [*lo, *hi). */
+void eb_team_split(long long n, int part, int nparts, long long *lo,
+                   long long *hi);
+
+#endif
