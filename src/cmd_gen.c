@@ -157,30 +157,13 @@ static int check_file_name(const char *file, const char *name)
                      "-o %s.json)", base, name, name);
 }
 
-/* Write the document to FILE.tmp and rename it over FILE. */
+/* Write the document atomically; 0 or the exit status of the failure. */
 static int write_atomic(const char *file, const eb_jw *w)
 {
-    size_t n = strlen(file) + 5;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return gen_error(EXIT_FAIL, "%s: out of memory", file);
-    snprintf(tmp, n, "%s.tmp", file);
-    FILE *f = fopen(tmp, "wb");
-    int rc = 0;
-    if (!f) {
-        rc = gen_error(EXIT_FAIL, "%s: cannot create: %s", tmp,
-                       strerror(errno));
-    } else {
-        int bad = eb_jw_write_line(w, f);
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, file) != 0) {
-            rc = gen_error(EXIT_FAIL, "%s: cannot write: %s", file,
-                           strerror(errno));
-            remove(tmp);
-        }
-    }
-    free(tmp);
-    return rc;
+    eb_error err;
+    if (eb_jw_write_file(w, file, &err))
+        return gen_error(EXIT_FAIL, "%s", err.msg);
+    return 0;
 }
 
 static int emit(const eb_lm_network *net, const char *out)

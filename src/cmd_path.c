@@ -204,30 +204,13 @@ static void write_pathfile(eb_jw *w, const char *instance,
     eb_jw_obj_end(w);
 }
 
-/* Write the document to FILE.tmp and rename it over FILE. */
+/* Write the document atomically; 0 or the exit status of the failure. */
 static int write_atomic(const char *file, const eb_jw *w)
 {
-    size_t n = strlen(file) + 5;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return path_error(EXIT_FAIL, "%s: out of memory", file);
-    snprintf(tmp, n, "%s.tmp", file);
-    FILE *f = fopen(tmp, "wb");
-    int rc = 0;
-    if (!f) {
-        rc = path_error(EXIT_FAIL, "%s: cannot create: %s", tmp,
-                        strerror(errno));
-    } else {
-        int bad = eb_jw_write_line(w, f);
-        bad |= fclose(f) != 0;
-        if (bad || rename(tmp, file) != 0) {
-            rc = path_error(EXIT_FAIL, "%s: cannot write: %s", file,
-                            strerror(errno));
-            remove(tmp);
-        }
-    }
-    free(tmp);
-    return rc;
+    eb_error err;
+    if (eb_jw_write_file(w, file, &err))
+        return path_error(EXIT_FAIL, "%s", err.msg);
+    return 0;
 }
 
 /* The existing -o file's strategies, or NULL when there is no such file. */

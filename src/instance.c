@@ -8,17 +8,6 @@
 
 #include "utf8.h"
 
-static char *dup_str(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Growable label table used while parsing. */
 typedef struct {
     int count, cap;
@@ -237,10 +226,10 @@ eb_status eb_instance_build(const char *file, const char *name,
     eb_instance *inst = calloc(1, sizeof *inst);
     if (!inst)
         return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
-    inst->file = dup_str(file);
-    inst->name = dup_str(name);
-    inst->format_string = dup_str(format_string);
-    inst->dtype = dup_str(dtype);
+    inst->file = strdup(file);
+    inst->name = strdup(name);
+    inst->format_string = strdup(format_string);
+    inst->dtype = strdup(dtype);
     eb_status st = EB_OK;
     label_table t = {0};
     if (!inst->file || !inst->name || !inst->format_string || !inst->dtype) {

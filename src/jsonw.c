@@ -1,6 +1,7 @@
 /* jsonw: buffer-backed JSON writer with optional pretty printing. */
 #include "jsonw.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -233,4 +234,29 @@ int eb_jw_write_line(const eb_jw *w, FILE *f)
     size_t n = fwrite(line, 1, w->len + 1, f);
     free(line);
     return n == w->len + 1 && fflush(f) == 0 ? 0 : -1;
+}
+
+eb_status eb_jw_write_file(const eb_jw *w, const char *file, eb_error *err)
+{
+    size_t n = strlen(file) + 5;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    snprintf(tmp, n, "%s.tmp", file);
+    eb_status st = EB_OK;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        st = eb_error_set(err, EB_ERR_IO, "%s: cannot create: %s", tmp,
+                          strerror(errno));
+    } else {
+        int bad = eb_jw_write_line(w, f);
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, file) != 0) {
+            st = eb_error_set(err, EB_ERR_IO, "%s: cannot write: %s", file,
+                              strerror(errno));
+            remove(tmp);
+        }
+    }
+    free(tmp);
+    return st;
 }

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "status.h"
+
 typedef struct eb_jw eb_jw;
 
 /* indent > 0: pretty-print with that many spaces per level; 0: one line. */
@@ -44,5 +46,9 @@ int eb_jw_ok(const eb_jw *w);
 
 /* Write the whole text plus a newline with one fwrite; 0 on success. */
 int eb_jw_write_line(const eb_jw *w, FILE *f);
+
+/* Write the document (plus a newline) to FILE.tmp, then rename it over
+ * FILE: a failure never leaves a partial FILE. */
+eb_status eb_jw_write_file(const eb_jw *w, const char *file, eb_error *err);
 
 #endif

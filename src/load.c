@@ -9,15 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 eb_status eb_load_read_file(const char *file, char **text, size_t *len,
                             eb_error *err)
 {
@@ -174,7 +165,7 @@ static eb_status parse_pathset(const char *file, const char *prefix,
     if (ps)
         ps->paths = calloc((size_t)(n ? n : 1), sizeof *ps->paths);
     if (ps)
-        ps->source = dup_str(file);
+        ps->source = strdup(file);
     if (!ps || !ps->paths || !ps->source) {
         eb_pathset_destroy(ps);
         return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
@@ -188,7 +179,7 @@ static eb_status parse_pathset(const char *file, const char *prefix,
         eb_path *p = &ps->paths[ps->count++];
         p->log10_flops = NAN;
         p->log2_size = NAN;
-        p->strategy = dup_str(strat->string ? strat->string : "");
+        p->strategy = strdup(strat->string ? strat->string : "");
         if (!p->strategy) {
             st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
             break;
@@ -465,7 +456,7 @@ static eb_status load_instance_json(const char *file, const cJSON *root,
         free(shapes[k]);
     free(shapes);
     free(ranks);
-    if (!st && intent && !(inst->intent = dup_str(intent)))
+    if (!st && intent && !(inst->intent = strdup(intent)))
         st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
     const cJSON *paths = cJSON_GetObjectItemCaseSensitive(root, "paths");
     if (!st && paths) {
@@ -528,7 +519,7 @@ static eb_pathset *copy_pathset(const eb_pathset *src)
     if (!ps)
         return NULL;
     ps->paths = calloc((size_t)src->count, sizeof *ps->paths);
-    ps->source = dup_str(src->source);
+    ps->source = strdup(src->source);
     ps->is_inline = src->is_inline;
     if (!ps->paths || !ps->source) {
         eb_pathset_destroy(ps);
@@ -539,7 +530,7 @@ static eb_pathset *copy_pathset(const eb_pathset *src)
         eb_path *d = &ps->paths[k];
         ps->count++;
         *d = *s;
-        d->strategy = dup_str(s->strategy);
+        d->strategy = strdup(s->strategy);
         d->steps = malloc((size_t)(s->num_steps ? s->num_steps : 1) *
                           sizeof *d->steps);
         if (!d->strategy || !d->steps) {

@@ -1043,15 +1043,6 @@ static eb_status search(const pf_ctx *c, const eb_instance *inst,
     return st;
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Recompute the costs with the schedule and cross-check the tree's own. */
 static eb_status finish_path(const pf_ctx *c, const eb_instance *inst,
                              const pf_tree *t, eb_path *out, eb_error *err)
@@ -1084,7 +1075,7 @@ eb_status eb_pathfind(const eb_instance *inst, const eb_pathfind_opts *opts,
     pf_tree *best = NULL;
     int n = inst->num_tensors;
     eb_status st = ctx_init(&c, inst, opts->minimize);
-    out->strategy = dup_str(strategy);
+    out->strategy = strdup(strategy);
     out->steps = malloc((size_t)(n > 1 ? n - 1 : 1) * sizeof *out->steps);
     if (st || !out->strategy || !out->steps)
         st = eb_error_set(err, EB_ERR_NOMEM, "path: out of memory");

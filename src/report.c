@@ -25,15 +25,7 @@ typedef struct {
     int n, cap;
 } table_ctx;
 
-static char *dup_or_null(const char *s)
-{
-    if (!s)
-        return NULL;
-    char *d = malloc(strlen(s) + 1);
-    if (d)
-        strcpy(d, s);
-    return d;
-}
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 static int table_begin(void *vctx, const eb_run_info *info)
 {
