@@ -102,7 +102,8 @@ memcheck: $(BIN) $(TEST_BINS) | deps-python
 	  tests/run-all
 
 sanitize:
-	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined test
+	$(Q)EB_SANITIZE=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(MAKE) --no-print-directory SANITIZE=address,undefined test
 
 bench: $(BIN)
 	$(Q)scripts/bench $(BENCH_ARGS)
