@@ -87,8 +87,8 @@ double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
     return (s0 + s1) + (s2 + s3);
 }
 
-/* Largest C tile (elements) the small GEMM computes on the stack. */
-enum { SMALL_TILE = 1024 };
+/* Largest C tile and B copy (elements) the small GEMM keeps on the stack. */
+enum { SMALL_TILE = 1024, SMALL_BTILE = 4096 };
 
 /* One row block of C for a row-major B and C: nv full vectors of 4
  * accumulated over K in registers, then stored once (beta = 0). */
@@ -180,6 +180,17 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
             eb_kern_small_gemm_avx2(M, N, K, a, sam, sak, b, sbk, c, scm);
         else
             eb_kern_small_gemm_rows(M, N, K, a, sam, sak, b, sbk, c, scm);
+        return;
+    }
+    if (sbn != 1 && fast && K * N <= SMALL_BTILE) {
+        /* B without unit column stride: copy it row-major onto the stack
+         * (K * N elements, against M * N * K multiply-adds) and use the
+         * vector kernel instead of one dot product per element of C. */
+        double bt[SMALL_BTILE];
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < N; n++)
+                bt[k * N + n] = b[k * sbk + n * sbn];
+        eb_kern_small_gemm(M, N, K, a, sam, sak, bt, N, 1, c, scm, scn);
         return;
     }
     if (sbn == 1 && fast && M * N <= SMALL_TILE) {
