@@ -101,11 +101,48 @@ eb_kern_row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b
     for (int64_t k = 0; k < K; k++) {
         __m256d av = _mm256_broadcast_sd(ar + k * sak);
         const double *bk = b + k * sbk;
+        _Pragma("GCC unroll 4")
         for (int v = 0; v < nv; v++)
             acc[v] = _mm256_fmadd_pd(av, _mm256_loadu_pd(bk + 4 * v), acc[v]);
     }
+    _Pragma("GCC unroll 4")
     for (int v = 0; v < nv; v++)
         _mm256_storeu_pd(cr + 4 * v, acc[v]);
+}
+
+/* Four rows of C at once, nv <= 3 vectors each: twelve independent FMA
+ * chains hide the FMA latency that limits the one-row kernel when K is
+ * long and N narrow (the lm networks' 12-wide batched steps). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+eb_kern_rows4_avx2(int64_t K, const double *ar, int64_t sam, int64_t sak,
+                   const double *b, int64_t sbk, double *cr, int64_t scm,
+                   const int nv)
+{
+    __m256d acc[4][3];
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++)
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++)
+            acc[r][v] = _mm256_setzero_pd();
+    for (int64_t k = 0; k < K; k++) {
+        const double *bk = b + k * sbk;
+        __m256d bv[3];
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++)
+            bv[v] = _mm256_loadu_pd(bk + 4 * v);
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            __m256d av = _mm256_broadcast_sd(ar + r * sam + k * sak);
+            _Pragma("GCC unroll 4")
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm256_fmadd_pd(av, bv[v], acc[r][v]);
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++)
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++)
+            _mm256_storeu_pd(cr + r * scm + 4 * v, acc[r][v]);
 }
 
 /* The last N % 4 columns, with masked loads and stores. */
@@ -122,27 +159,58 @@ eb_kern_row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
     _mm256_maskstore_pd(cr, mask, acc);
 }
 
-/* C = A B for row-major B and C (unit column strides), row by row. */
+/* Columns [n0, n0 + nc) of C = A B for row-major B and C, row by row. */
 __attribute__((target("avx2,fma"))) static void
-eb_kern_small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
-                int64_t sak, const double *b, int64_t sbk, double *c,
-                int64_t scm)
+eb_kern_rows_avx2(int64_t M, int64_t nc, int64_t K, const double *a,
+                  int64_t sam, int64_t sak, const double *b, int64_t sbk,
+                  double *c, int64_t scm)
 {
-    for (int64_t m = 0; m < M; m++) {
+    int64_t m = 0;
+    if (nc % 4 == 0 && nc <= 12 && K >= 16) {
+        const int nv = (int)(nc / 4);
+        for (; m + 4 <= M; m += 4) {
+            const double *ar = a + m * sam;
+            double *cr = c + m * scm;
+            if (nv == 3)
+                eb_kern_rows4_avx2(K, ar, sam, sak, b, sbk, cr, scm, 3);
+            else if (nv == 2)
+                eb_kern_rows4_avx2(K, ar, sam, sak, b, sbk, cr, scm, 2);
+            else
+                eb_kern_rows4_avx2(K, ar, sam, sak, b, sbk, cr, scm, 1);
+        }
+    }
+    for (; m < M; m++) {
         const double *ar = a + m * sam;
         double *cr = c + m * scm;
         int64_t n = 0;
-        for (; n + 16 <= N; n += 16)
+        for (; n + 16 <= nc; n += 16)
             eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 4);
-        switch ((N - n) / 4) {
+        switch ((nc - n) / 4) {
         case 3: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 3); break;
         case 2: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 2); break;
         case 1: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 1); break;
         default: break;
         }
-        n += (N - n) / 4 * 4;
-        if (n < N)
-            eb_kern_row_tail_avx2(K, ar, sak, b + n, sbk, cr + n, (int)(N - n));
+        n += (nc - n) / 4 * 4;
+        if (n < nc)
+            eb_kern_row_tail_avx2(K, ar, sak, b + n, sbk, cr + n,
+                                  (int)(nc - n));
+    }
+}
+
+/* C = A B for row-major B and C. Wide C is done in column panels so that
+ * the panel of B stays in L1 while every row of A passes over it. */
+__attribute__((target("avx2,fma"))) static void
+eb_kern_small_gemm_avx2(int64_t M, int64_t N, int64_t K, const double *a,
+                        int64_t sam, int64_t sak, const double *b, int64_t sbk,
+                        double *c, int64_t scm)
+{
+    int64_t panel = K > 0 ? (2048 / K + 15) / 16 * 16 : N;
+    if (panel < 16)
+        panel = 16;
+    for (int64_t n0 = 0; n0 < N; n0 += panel) {
+        int64_t nc = N - n0 < panel ? N - n0 : panel;
+        eb_kern_rows_avx2(M, nc, K, a, sam, sak, b + n0, sbk, c + n0, scm);
     }
 }
 
