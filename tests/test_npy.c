@@ -1,6 +1,7 @@
 /* test_npy: .npy reading (fixtures, hostile headers) and numpy-exact writing.
- * Run from the repository root (tests/run-all does): fixtures are read from
- * tests/fixtures/npy/. */
+ * Run from the repository root (tests/run-all does): the fixtures are kept
+ * as hex text in tests/fixtures/npy/NAME.npy.hex (reviewable, no binary
+ * data in git) and unpacked into a temporary folder first. */
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +15,11 @@
 #include "npy.h"
 
 #define FIXTURES "tests/fixtures/npy/"
+
+static const char *const fixture_names[] = {
+    "hand_py2_trailing.npy", "hand_v2_reordered.npy", "hand_v3_native.npy",
+    "numpy_1.npy", "numpy_2x3x4.npy", "numpy_3x0.npy", "numpy_3x4.npy",
+    "numpy_7.npy", "numpy_align_edge.npy", "numpy_scalar.npy"};
 
 static char tmpdir[256];
 
@@ -131,7 +137,7 @@ static void test_fixtures(void)
     for (size_t k = 0; k < sizeof fixtures / sizeof fixtures[0]; k++) {
         const fixture *fx = &fixtures[k];
         char file[512], out[512];
-        snprintf(file, sizeof file, FIXTURES "%s", fx->name);
+        tmp_path(file, sizeof file, fx->name);
         int64_t n = elems_of(fx->dims, fx->rank);
         double *buf = malloc((size_t)(n ? n : 1) * sizeof(double));
         eb_error err = {0};
@@ -397,7 +403,9 @@ static void test_bad_files(void)
 static void test_damage(void)
 {
     size_t n = 0;
-    unsigned char *good = read_bytes(FIXTURES "numpy_3x4.npy", &n);
+    char good_file[512];
+    tmp_path(good_file, sizeof good_file, "numpy_3x4.npy");
+    unsigned char *good = read_bytes(good_file, &n);
     EB_CHECK(good && n == 224, "numpy_3x4.npy: %zu bytes", n);
     if (!good)
         return;
@@ -462,6 +470,33 @@ static void test_write_errors(void)
     EB_CHECK(access(file, F_OK) != 0, "%s was written", file);
 }
 
+/* tests/fixtures/npy/NAME.hex (hex digits, any whitespace) -> tmpdir/NAME. */
+static int unpack_fixture(const char *name)
+{
+    char src[512], dst[512];
+    snprintf(src, sizeof src, FIXTURES "%s.hex", name);
+    tmp_path(dst, sizeof dst, name);
+    FILE *in = fopen(src, "r"), *out = fopen(dst, "wb");
+    int ok = in && out, hi = -1, c;
+    while (ok && (c = fgetc(in)) != EOF) {
+        int v = c >= '0' && c <= '9' ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            continue;
+        if (hi < 0) {
+            hi = v;
+        } else {
+            ok = fputc(hi * 16 + v, out) != EOF;
+            hi = -1;
+        }
+    }
+    if (in)
+        fclose(in);
+    if (out)
+        ok &= fclose(out) == 0;
+    return ok && hi < 0 ? 0 : -1;
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -471,6 +506,9 @@ int main(void)
         perror(tmpdir);
         return 1;
     }
+    for (size_t k = 0; k < sizeof fixture_names / sizeof *fixture_names; k++)
+        EB_CHECK(unpack_fixture(fixture_names[k]) == 0, "unpack %s",
+                 fixture_names[k]);
     test_fixtures();
     test_round_trip();
     test_live_numpy();
