@@ -1,6 +1,8 @@
 /* tensor: helpers for labelled strided views. */
 #include "tensor.h"
 
+#include <stdlib.h>
+
 void eb_view_compact(eb_view *v, double *data, const int *ids, int rank,
                      const int64_t *label_size)
 {
@@ -21,4 +23,15 @@ int64_t eb_view_elems(const eb_view *v)
     for (int a = 0; a < v->rank; a++)
         n *= v->shape[a];
     return n;
+}
+
+eb_view *eb_views_without_data(const eb_instance *inst)
+{
+    eb_view *views = malloc((size_t)inst->num_tensors * sizeof *views);
+    if (!views)
+        return NULL;
+    for (int k = 0; k < inst->num_tensors; k++)
+        eb_view_compact(&views[k], NULL, inst->inputs[k].ids,
+                        inst->inputs[k].rank, inst->label_size);
+    return views;
 }

@@ -25,6 +25,10 @@ typedef struct {
 void eb_view_compact(eb_view *v, double *data, const int *ids, int rank,
                      const int64_t *label_size);
 
+/* Compact views of every input of inst with no data (data NULL), for
+ * planning without executing; the caller frees the array. NULL on OOM. */
+eb_view *eb_views_without_data(const eb_instance *inst);
+
 /* Product of the shape (1 for rank 0). */
 int64_t eb_view_elems(const eb_view *v);
 

@@ -406,12 +406,9 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                             eb_step_desc *descs, int64_t *arena_bytes,
                             eb_error *err)
 {
-    eb_view *views = malloc((size_t)inst->num_tensors * sizeof *views);
+    eb_view *views = eb_views_without_data(inst);
     if (!views)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
-    for (int k = 0; k < inst->num_tensors; k++)
-        eb_view_compact(&views[k], NULL, inst->inputs[k].ids,
-                        inst->inputs[k].rank, inst->label_size);
     program *p;
     eb_status st = compile(inst, path, views, &p, err);
     if (!st) {
