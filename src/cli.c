@@ -4,13 +4,13 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "commands.h"
 #include "eager.h"
 #include "trace.h"
@@ -20,6 +20,8 @@
 #include "window.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+#define usage_error(...) eb_arg_fail(EXIT_USAGE, NULL, "", __VA_ARGS__)
 
 static const char usage_text[] =
     "usage: einsum-bench COMMAND [options] ...\n"
@@ -52,18 +54,6 @@ static const char usage_text[] =
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("einsum-bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(einsum-bench --help for usage)\n", stderr);
-    va_end(ap);
-    return EXIT_USAGE;
-}
 
 typedef struct {
     eb_run_opts run;
@@ -86,18 +76,6 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-/* Value of an option given as "--opt VALUE" or "--opt=VALUE". */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], name) != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
 
 static int is_opt(const char *arg, const char *name)
 {
@@ -208,7 +186,7 @@ static int parse_args(int argc, char **argv, cli_opts *c)
                 break;
         if (!value_opts[k])
             return usage_error("unknown option '%s'", a);
-        const char *v = opt_value(argc, argv, &i, value_opts[k]);
+        const char *v = eb_arg_value(argc, argv, &i, value_opts[k]);
         int rc = parse_value_opt(c, value_opts[k], v);
         if (rc)
             return rc;

@@ -9,16 +9,21 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "jsonw.h"
 #include "lmgen.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* "einsum-bench: gen lm: ...", pointing to --help for usage errors. */
+#define gen_error(code, ...)                                                 \
+    eb_arg_fail((code), "gen lm", (code) == EXIT_USAGE ? "gen" : NULL,       \
+                __VA_ARGS__)
 
 static const char gen_usage[] =
     "usage: einsum-bench gen lm --depth D --hidden H --vocab V --batch B\n"
@@ -43,34 +48,7 @@ static const char gen_usage[] =
     "Example: einsum-bench gen lm --depth 2 --hidden 12 --vocab 11 "
     "--batch 1100\n";
 
-static int gen_error(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int gen_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("einsum-bench: gen lm: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    if (code == EXIT_USAGE)
-        fputs("(einsum-bench gen --help for usage)\n", stderr);
-    va_end(ap);
-    return code;
-}
 
-/* Value of "--opt VALUE" or "--opt=VALUE" at argv[*i]; NULL if argv[*i] is
- * another option, "" if the value is missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], name) != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
 
 static int parse_i64(const char *opt, const char *v, int64_t *out)
 {
@@ -119,16 +97,16 @@ static int parse_gen(int argc, char **argv, gen_opts *g)
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i], *v = NULL;
         int k = 0;
-        for (; k < 4 && !(v = opt_value(argc, argv, &i, param_names[k])); k++)
+        for (; k < 4 && !(v = eb_arg_value(argc, argv, &i, param_names[k])); k++)
             ;
         if (v) {
             if (set_param(g, k, v))
                 return EXIT_USAGE;
             continue;
         }
-        if ((v = opt_value(argc, argv, &i, "--name")))
+        if ((v = eb_arg_value(argc, argv, &i, "--name")))
             g->name = v;
-        else if ((v = opt_value(argc, argv, &i, "-o")))
+        else if ((v = eb_arg_value(argc, argv, &i, "-o")))
             g->out = v;
         else
             return gen_error(EXIT_USAGE, "unknown option '%s'", arg);

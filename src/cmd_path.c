@@ -10,18 +10,22 @@
  * could not be written (or an internal failure), 2 usage or input error.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "commands.h"
 #include "jsonw.h"
 #include "load.h"
 #include "pathfind.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+#define path_error(code, ...) eb_arg_fail((code), "path", NULL, __VA_ARGS__)
+/* A bad command line: the message, then where usage is. */
+#define usage_error(...) eb_arg_fail(EXIT_USAGE, "path", "path", __VA_ARGS__)
 
 static const char path_usage[] =
     "usage: einsum-bench path [--minimize flops|size] [--strategy NAME]\n"
@@ -45,32 +49,7 @@ static const char path_usage[] =
     "Example: einsum-bench path --minimize size instances/x.json "
     "-o paths/x.json\n";
 
-static int path_error(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int path_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("einsum-bench: path: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return code;
-}
 
-/* A bad command line: the message, then where usage is. */
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("einsum-bench: path: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(einsum-bench path --help for usage)\n", stderr);
-    va_end(ap);
-    return EXIT_USAGE;
-}
 
 /* Exit status of a failed library call: bad input is 2, the rest 1. */
 static int status_exit(eb_status st)
@@ -79,19 +58,6 @@ static int status_exit(eb_status st)
                                                         : EXIT_USAGE;
 }
 
-/* Value of "--opt VALUE" or "--opt=VALUE" at argv[*i]; NULL if argv[*i] is
- * another option, "" if the value is missing. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (strcmp(argv[*i], name) != 0)
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
 
 typedef struct {
     eb_pathfind_opts find;
@@ -118,20 +84,20 @@ static int parse_valued(int argc, char **argv, int *i, path_opts *o)
 {
     const char *arg = argv[*i], *v;
     unsigned long long x;
-    if ((v = opt_value(argc, argv, i, "--minimize"))) {
+    if ((v = eb_arg_value(argc, argv, i, "--minimize"))) {
         if (eb_minimize_parse(v, &o->find.minimize))
             return usage_error("--minimize: '%s' is not flops or size", v);
-    } else if ((v = opt_value(argc, argv, i, "--strategy"))) {
+    } else if ((v = eb_arg_value(argc, argv, i, "--strategy"))) {
         o->strategy = v;
-    } else if ((v = opt_value(argc, argv, i, "--trials"))) {
+    } else if ((v = eb_arg_value(argc, argv, i, "--trials"))) {
         if (parse_count("--trials", v, 1000000, &x))
             return EXIT_USAGE;
         o->find.trials = (int)x;
-    } else if ((v = opt_value(argc, argv, i, "--seed"))) {
+    } else if ((v = eb_arg_value(argc, argv, i, "--seed"))) {
         if (parse_count("--seed", v, UINT64_MAX, &x))
             return EXIT_USAGE;
         o->find.seed = x;
-    } else if ((v = opt_value(argc, argv, i, "-o"))) {
+    } else if ((v = eb_arg_value(argc, argv, i, "-o"))) {
         o->out = v;
     } else {
         return 1;
