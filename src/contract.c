@@ -13,11 +13,17 @@
  * inner kernel. */
 enum { SMALL_MNK = 32768 };
 
+/* Matrices with at most this many contracted elements (a short K) also go
+ * to the own kernel, batched or not: such a product is bound by writing C,
+ * and OpenBLAS writes C twice (its beta pass, then the result) and packs
+ * both operands, while the own kernel writes C once from registers. */
+enum { LOW_K = 16 };
+
 static const char *const kind_names[EB_KIND_COUNT] = {
     [EB_KIND_COPY] = "copy",   [EB_KIND_MUL] = "mul",
     [EB_KIND_OUTER] = "outer", [EB_KIND_DOT] = "dot",
     [EB_KIND_GEMV] = "gemv",   [EB_KIND_GEMM] = "gemm",
-    [EB_KIND_SMALL_GEMM] = "small-gemm",
+    [EB_KIND_SMALL_GEMM] = "small-gemm", [EB_KIND_VEC_GEMM] = "vec-gemm",
 };
 
 const char *eb_kind_name(eb_kind k)
@@ -258,7 +264,7 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_OUTER;
     if (p->M == 1 && p->N == 1)
         return EB_KIND_DOT;
-    if (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK)
+    if ((p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) || p->K <= LOW_K)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
@@ -330,6 +336,94 @@ static void fuse_batch(eb_plan *p)
     p->nb = r;
 }
 
+/* Limits of the vector-batch GEMM: its offset tables live on the stack
+ * (EB_VEC_MAX_DIM), and past this much work per batch element, preparing
+ * the operands for one large GEMM each pays for itself. */
+enum { VEC_MAX_MNK = 1 << 20, VEC_MIN_W = 8 };
+
+/* The dims of group g in x's strides (two views) into the plan. */
+static void vec_group(const group *g, const axes *x0, const axes *x1,
+                      const int64_t *label_size, eb_plan *p, int gi)
+{
+    p->vdims[gi] = g->n;
+    for (int q = 0; q < g->n; q++) {
+        p->vshape[gi][q] = label_size[g->id[q]];
+        p->vstride[gi][0][q] = stride_of(x0, g->id[q]);
+        p->vstride[gi][1][q] = stride_of(x1, g->id[q]);
+    }
+}
+
+/*
+ * The vector-batch form (EB_KIND_VEC_GEMM), when a batch label has unit
+ * stride in both operands: vectors run along it and nothing is permuted.
+ * Without it such a step either permutes both operands (2 (M + N) K
+ * elements per batch element moved, against M N K multiply-adds) or runs
+ * one small GEMM per batch element with every load on another cache line.
+ * Returns 1 when the plan took this form.
+ */
+static int plan_vec(const axes *ax, const group *gb, const group *gm,
+                    const group *gk, const group *gn, const int *nsum,
+                    const int *keep, int nkeep, int fixed_order,
+                    const int64_t *label_size, eb_plan *p)
+{
+    if (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+        p->kind != EB_KIND_GEMV)
+        return 0;
+    if (nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM || p->N > EB_VEC_MAX_DIM ||
+        p->K > EB_VEC_MAX_DIM || p->M * p->N * p->K > VEC_MAX_MNK)
+        return 0;
+    int w = -1;
+    for (int q = 0; q < gb->n && w < 0; q++)
+        if (stride_of(&ax[0], gb->id[q]) == 1 &&
+            stride_of(&ax[1], gb->id[q]) == 1 &&
+            label_size[gb->id[q]] >= VEC_MIN_W)
+            w = gb->id[q];
+    if (w < 0)
+        return 0;
+    /* Output: the required order, else (other batch, m, n, w) so that
+     * vectors are stored whole. */
+    group rest = {0}, wg = {.n = 1, .id = {w}}, all = {0};
+    for (int q = 0; q < gb->n; q++)
+        if (gb->id[q] != w)
+            rest.id[rest.n++] = gb->id[q];
+    axes c;
+    if (fixed_order) {
+        for (int k = 0; k < nkeep; k++)
+            if (label_size[keep[k]] > 1)
+                all.id[all.n++] = keep[k];
+        const group *one[1] = {&all};
+        compact_axes(one, 1, label_size, &c);
+        p->out_rank = nkeep;
+        memcpy(p->out_ids, keep, (size_t)nkeep * sizeof(int));
+    } else {
+        const group *gs[4] = {&rest, gm, gn, &wg};
+        compact_axes(gs, 4, label_size, &c);
+        p->out_rank = c.n;
+        memcpy(p->out_ids, c.id, (size_t)c.n * sizeof(int));
+        for (int k = 0; k < nkeep; k++)
+            if (label_size[keep[k]] == 1)
+                p->out_ids[p->out_rank++] = keep[k];
+    }
+    p->kind = EB_KIND_VEC_GEMM;
+    p->out_elems = c.elems;
+    p->tmp_elems = EB_VEC_WBLOCK * (p->M * p->K + p->K * p->N); /* packs */
+    p->vw = label_size[w];
+    p->vscw = stride_of(&c, w);
+    p->nb = rest.n;
+    for (int q = 0; q < rest.n; q++) {
+        int l = rest.id[q];
+        p->bshape[q] = label_size[l];
+        p->bstride[0][q] = stride_of(&ax[0], l);
+        p->bstride[1][q] = stride_of(&ax[1], l);
+        p->bstride[2][q] = stride_of(&c, l);
+    }
+    fuse_batch(p);
+    vec_group(gm, &ax[0], &c, label_size, p, 0);
+    vec_group(gn, &ax[1], &c, label_size, p, 1);
+    vec_group(gk, &ax[0], &ax[1], label_size, p, 2);
+    return 1;
+}
+
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
                            const int64_t *label_size, eb_plan *p,
@@ -353,6 +447,15 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     p->N = group_size(&gn, label_size);
     p->K = group_size(&gk, label_size);
     p->kind = b ? pick_kind(p) : EB_KIND_COPY;
+    p->vw = 0;
+    p->tmp_elems = 0;
+    int nsum[2] = {sum[0].n, sum[1].n};
+    if (b && plan_vec(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
+                      label_size, p)) {
+        p->flops = (double)p->nbatch * (double)p->M * (double)p->N *
+                   (double)p->K * 2;
+        return EB_OK;
+    }
     /* Candidate orders: led by the operands' memory order, or by the
      * required output order; contracted labels in A's or B's order. */
     orders cand[4];
@@ -371,7 +474,6 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
             }
             order_by(&gk, &ax[kb], &o->k);
         }
-    int nsum[2] = {sum[0].n, sum[1].n};
     layout best, L;
     int bi = 0;
     for (int c = 0; c < nc; c++) {
@@ -599,6 +701,30 @@ static void rows_part(void *arg, int part, int nparts)
                         p->bstride[2][last]);
 }
 
+/* One own GEMM split along its longer side of C, in multiples of 12 (the
+ * kernel's column chunk and a multiple of its 4-row block). */
+static void gemm_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    const eb_plan *p = j->p;
+    int split_m = p->M >= p->N;
+    int64_t len = split_m ? p->M : p->N;
+    long long lo, hi;
+    eb_team_split((len + 11) / 12, part, nparts, &lo, &hi);
+    lo *= 12;
+    hi = hi * 12 < len ? hi * 12 : len;
+    if (lo >= hi)
+        return;
+    if (split_m)
+        eb_kern_small_gemm(hi - lo, p->N, p->K, j->a + lo * p->sam, p->sam,
+                           p->sak, j->b, p->sbk, p->sbn, j->c + lo * p->scm,
+                           p->scm, p->scn);
+    else
+        eb_kern_small_gemm(p->M, hi - lo, p->K, j->a, p->sam, p->sak,
+                           j->b + lo * p->sbn, p->sbk, p->sbn,
+                           j->c + lo * p->scn, p->scm, p->scn);
+}
+
 static void run_batched(const eb_plan *p, const double *a, const double *b,
                         double *c, eb_team *team, eb_exec_counters *cnt)
 {
@@ -610,6 +736,12 @@ static void run_batched(const eb_plan *p, const double *a, const double *b,
         (rows > 1 || mul_rows(p))) {
         job j = {.p = p, .a = a, .b = b, .c = c};
         eb_team_run(team, rows_part, &j);
+        return;
+    }
+    if (p->kind == EB_KIND_SMALL_GEMM && eb_team_size(team) > 1 &&
+        work >= PARALLEL_MIN_WORK) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        eb_team_run(team, gemm_part, &j);
         return;
     }
     run_rows(p, a, b, c, 0, rows, cnt);
@@ -642,6 +774,93 @@ static void xform(const eb_xform *x, const double *in, double *out,
     eb_kern_xform(x, in, out);
 }
 
+/* Offsets of the dims of group g (row-major over vshape[g]) in stride
+ * set s: out gets the product of the group's shape entries. */
+static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
+{
+    int64_t len = 1;
+    out[0] = 0;
+    for (int d = 0; d < p->vdims[g]; d++) {
+        int64_t n = p->vshape[g][d], st = p->vstride[g][s][d];
+        for (int64_t e = len - 1; e >= 0; e--)
+            for (int64_t i = n - 1; i >= 0; i--)
+                out[e * n + i] = out[e] + i * st;
+        len *= n;
+    }
+}
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b; /* this block's first w */
+    double *c;
+    double *pa, *pb;     /* packs */
+    int64_t wb;
+    const int64_t *am, *ak, *bk, *bn, *cm, *cn;
+} vec_job;
+
+static void vec_pack_part(void *arg, int part, int nparts)
+{
+    const vec_job *j = arg;
+    const eb_plan *p = j->p;
+    long long lo, hi;
+    eb_team_split(p->M + p->K, part, nparts, &lo, &hi);
+    long long mlo = lo < p->M ? lo : p->M, mhi = hi < p->M ? hi : p->M;
+    eb_kern_vec_pack(mlo, mhi, p->K, j->a, j->am, j->ak, j->wb, p->M * p->K,
+                     j->pa);
+    long long klo = lo > p->M ? lo - p->M : 0, khi = hi > p->M ? hi - p->M : 0;
+    eb_kern_vec_pack(klo, khi, p->N, j->b, j->bk, j->bn, j->wb, p->K * p->N,
+                     j->pb);
+}
+
+static void vec_gemm_part(void *arg, int part, int nparts)
+{
+    const vec_job *j = arg;
+    long long lo, hi;
+    eb_team_split(j->p->M, part, nparts, &lo, &hi);
+    eb_kern_vec_gemm(j->wb, j->p->M, lo, hi, j->p->N, j->p->K, j->pa, j->pb,
+                     j->c, j->cm, j->cn, j->p->vscw);
+}
+
+/* The vector-batch GEMM, block of w by block: pack, then compute (each
+ * split over the team when the work is large enough). */
+static void run_vec(const eb_plan *p, const double *a, const double *b,
+                    double *c, double *pack, eb_team *team)
+{
+    int64_t am[EB_VEC_MAX_DIM], cm[EB_VEC_MAX_DIM], bn[EB_VEC_MAX_DIM],
+        cn[EB_VEC_MAX_DIM], ak[EB_VEC_MAX_DIM], bk[EB_VEC_MAX_DIM];
+    vec_offsets(p, 0, 0, am);
+    vec_offsets(p, 0, 1, cm);
+    vec_offsets(p, 1, 0, bn);
+    vec_offsets(p, 1, 1, cn);
+    vec_offsets(p, 2, 0, ak);
+    vec_offsets(p, 2, 1, bk);
+    vec_job j = {.p = p, .pa = pack, .pb = pack + EB_VEC_WBLOCK * p->M * p->K,
+                 .am = am, .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn};
+    double work = (double)EB_VEC_WBLOCK * (double)p->M * (double)p->N *
+                  (double)p->K;
+    int par = eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK;
+    int64_t rows = 1, idx[EB_MAX_RANK], off[3];
+    for (int d = 0; d < p->nb; d++)
+        rows *= p->bshape[d];
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t w0 = 0; w0 < p->vw; w0 += EB_VEC_WBLOCK) {
+            j.wb = p->vw - w0 < EB_VEC_WBLOCK ? p->vw - w0 : EB_VEC_WBLOCK;
+            j.a = a + off[0] + w0;
+            j.b = b + off[1] + w0;
+            j.c = c + off[2] + w0 * p->vscw;
+            if (par) {
+                eb_team_run(team, vec_pack_part, &j);
+                eb_team_run(team, vec_gemm_part, &j);
+            } else {
+                vec_pack_part(&j, 0, 1);
+                vec_gemm_part(&j, 0, 1);
+            }
+        }
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
 void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
                       double *prep0, double *prep1, double *tmp, double *out,
                       eb_team *team, eb_exec_counters *cnt)
@@ -660,6 +879,10 @@ void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
         xform(&p->xf[1], b, prep1, team);
         cnt->permuted_elems += p->prep_elems[1];
         b = prep1;
+    }
+    if (p->kind == EB_KIND_VEC_GEMM) {
+        run_vec(p, a, b, out, tmp, team);
+        return;
     }
     double *c = p->post ? tmp : out;
     run_batched(p, a, b, c, team, cnt);

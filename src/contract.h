@@ -31,7 +31,8 @@ typedef enum {
     EB_KIND_DOT,        /* contracted labels only (per batch) */
     EB_KIND_GEMV,       /* one side has no free label */
     EB_KIND_GEMM,       /* cblas_dgemm per batch */
-    EB_KIND_SMALL_GEMM, /* own kernel: many tiny matrices */
+    EB_KIND_SMALL_GEMM, /* own kernel: many tiny matrices, or a short K */
+    EB_KIND_VEC_GEMM,   /* own kernel: vectors along a unit-stride batch dim */
     EB_KIND_COUNT
 } eb_kind;
 
@@ -58,6 +59,13 @@ typedef struct {
     int64_t bstride[3][EB_MAX_RANK];
     /* Fused matrix strides after preparation. */
     int64_t sam, sak, sbk, sbn, scm, scn;
+    /* EB_KIND_VEC_GEMM: the batch dim of length vw has unit stride in both
+     * (unpermuted) operands and stride vscw in C; it is left out of
+     * bshape. The m, n and k groups keep their dims: vdims[g] dims of
+     * vshape[g], with strides vstride[g][0] and [1] in (A, C) for m,
+     * (B, C) for n and (A, B) for k. */
+    int64_t vw, vscw;
+    int vdims[3];
     /* Output: compact over out_ids (in this order). When post is set, the
      * kernel writes a scratch of tmp_elems in its natural layout and xf_post
      * permutes it into the output. */
@@ -67,6 +75,8 @@ typedef struct {
     int post;
     eb_xform xf_post;
     int64_t tmp_elems;
+    int64_t vshape[3][EB_MAX_RANK];
+    int64_t vstride[3][2][EB_MAX_RANK];
     double flops;                 /* opt_einsum convention */
 } eb_plan;
 

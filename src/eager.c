@@ -59,9 +59,9 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
     }
     double *p0 = plan.prep[0] ? eb_pool_get(c->pool, plan.prep_elems[0]) : NULL;
     double *p1 = plan.prep[1] ? eb_pool_get(c->pool, plan.prep_elems[1]) : NULL;
-    double *tmp = plan.post ? eb_pool_get(c->pool, plan.tmp_elems) : NULL;
+    double *tmp = plan.tmp_elems ? eb_pool_get(c->pool, plan.tmp_elems) : NULL;
     double *out = eb_pool_get(c->pool, plan.out_elems);
-    if ((plan.prep[0] && !p0) || (plan.prep[1] && !p1) || (plan.post && !tmp) ||
+    if ((plan.prep[0] && !p0) || (plan.prep[1] && !p1) || (plan.tmp_elems && !tmp) ||
         !out) {
         eb_pool_put(c->pool, p0);
         eb_pool_put(c->pool, p1);

@@ -37,6 +37,36 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         int64_t sbn, double *c, int64_t scm, int64_t scn);
 
 /*
+ * The vector-batch GEMM: C[w, m, n] = sum_k A[w, m, k] B[w, k, n] where w
+ * has unit stride in A and B (stride scw in C), for batched products whose
+ * batch dim is the innermost one of both operands. One small GEMM per
+ * batch element would read every element from another cache line (and
+ * page). Instead w is cut into blocks of wb <= EB_VEC_WBLOCK; a block of
+ * A and B is packed in chunks of 8 elements of w (chunk x holds, one after
+ * another, 8 elements of every row: per (m, k) for A, per (k, n) for B),
+ * then C is computed from the packed block with vectors along w.
+ * m, n and k may each stand for several dims in any layout: the caller
+ * gives offset tables (A at am[m] + ak[k], B at bk[k] + bn[n], C at
+ * cm[m] + cn[n]).
+ */
+enum { EB_VEC_WBLOCK = 64, EB_VEC_MAX_DIM = 512 };
+
+/* Pack rows (i, j), i in [i0, i1), j < nj, of a block of wb elements:
+ * element x of row (i, j) = src[oi[i] + oj[j] + x] goes to
+ * dst[(x / 8) * 8 * rows + (i * nj + j) * 8 + x % 8], rows = (all i) * nj. */
+void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
+                      const int64_t *oi, const int64_t *oj, int64_t wb,
+                      int64_t rows, double *dst);
+
+/* Rows m in [m0, m1) of C for one block packed by eb_kern_vec_pack: pa
+ * with rows (m, k) of all M, pb with rows (k, n). c points at the block's
+ * first w. */
+void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t m0, int64_t m1,
+                      int64_t N, int64_t K, const double *pa, const double *pb,
+                      double *c, const int64_t *cm, const int64_t *cn,
+                      int64_t scw);
+
+/*
  * A permutation with optional reduction: out is compact row-major over
  * `rank` dims of `shape`; out[idx] = sum over the reduced dims of
  * in[sum idx[d]*in_stride[d] + sum r[e]*red_stride[e]].

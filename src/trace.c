@@ -168,7 +168,7 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
         const eb_plan *pl = &s->plan;
         int64_t sizes[4] = {pl->prep[0] ? pl->prep_elems[0] : 0,
                             pl->prep[1] ? pl->prep_elems[1] : 0,
-                            pl->post ? pl->tmp_elems : 0, pl->out_elems};
+                            pl->tmp_elems, pl->out_elems};
         for (int q = 0; q < 4; q++) {
             s->off[q] = -1;
             if (q < 3 && sizes[q] == 0)

@@ -85,6 +85,26 @@ static const case_t cases[] = {
     {"bk,bk->b", "b=9000,k=9", EB_KIND_DOT, 0},
     {"ij->ji", "i=400,j=300", EB_KIND_COPY, 0},
     {"ijk->ki", "i=60,j=50,k=40", EB_KIND_COPY, 0},
+    /* A short K goes to the own kernel, batched or not: row-major C,
+     * column-major C (computed transposed), B without unit column stride
+     * (copied in panels), and C strided both ways (a stack tile). */
+    {"ij,jk->ik", "i=300,j=8,k=500", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ki", "i=200,j=12,k=1300", EB_KIND_SMALL_GEMM, 0},
+    {"ji,kj->ik", "i=50,j=5,k=70", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=7,j=3,k=5", EB_KIND_SMALL_GEMM, 0},
+    {"bij,bjk->kib", "b=5,i=30,j=4,k=17", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=1001,j=16,k=1003", EB_KIND_SMALL_GEMM, 0},
+    /* A batch dim with unit stride in both operands: vectors along it,
+     * nothing permuted. Tails of w (37 = 32 + 4 + 1; 131 spans blocks),
+     * contracted dims apart in B, C with w innermost or not, another
+     * batch dim outside, and sizes that leave partial blocks of m and n. */
+    {"ijb,jkb->ikb", "i=5,j=7,k=6,b=37", EB_KIND_VEC_GEMM, 0},
+    {"ljhb,hnlb->jbn", "l=3,j=4,h=5,n=6,b=131", EB_KIND_VEC_GEMM, 0},
+    {"zijb,zjkb->zikb", "z=3,i=4,j=5,k=7,b=12", EB_KIND_VEC_GEMM, 0},
+    {"ijb,jkb->bki", "i=1,j=9,k=2,b=8", EB_KIND_VEC_GEMM, 0},
+    {"ijb,jkb->ikb", "i=12,j=144,k=12,b=300", EB_KIND_VEC_GEMM, 0},
+    {"ijb,jb->ib", "i=11,j=13,b=70", EB_KIND_VEC_GEMM, 0},
+    {"ijb,jkb->ikb", "i=5,j=7,k=6,b=7", -1, -1},
 };
 
 static void test_cases(void)
