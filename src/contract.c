@@ -791,38 +791,51 @@ static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
 
 typedef struct {
     const eb_plan *p;
-    const double *a, *b; /* this block's first w */
-    double *c;
-    double *pa, *pb;     /* packs */
-    int64_t wb;
+    const double *a, *b;
+    double *c, *pack;
     const int64_t *am, *ak, *bk, *bn, *cm, *cn;
 } vec_job;
 
-static void vec_pack_part(void *arg, int part, int nparts)
+/*
+ * Part of the vector-batch GEMM: a contiguous share of w (in multiples of
+ * 8), cut into blocks that this part packs into its own slice of the pack
+ * buffer and computes. The buffer holds one block of EB_VEC_WBLOCK; with
+ * n parts each gets a block of EB_VEC_WBLOCK / n (at least 8, so at most 8
+ * parts work), and the team is woken once per step, not once per block.
+ */
+static void vec_part(void *arg, int part, int nparts)
 {
     const vec_job *j = arg;
     const eb_plan *p = j->p;
+    int active = nparts < EB_VEC_WBLOCK / 8 ? nparts : EB_VEC_WBLOCK / 8;
+    if (part >= active)
+        return;
+    int64_t sub = EB_VEC_WBLOCK / active / 8 * 8;
+    int64_t mk = p->M * p->K, kn = p->K * p->N;
+    double *pa = j->pack + part * sub * (mk + kn), *pb = pa + sub * mk;
     long long lo, hi;
-    eb_team_split(p->M + p->K, part, nparts, &lo, &hi);
-    long long mlo = lo < p->M ? lo : p->M, mhi = hi < p->M ? hi : p->M;
-    eb_kern_vec_pack(mlo, mhi, p->K, j->a, j->am, j->ak, j->wb, p->M * p->K,
-                     j->pa);
-    long long klo = lo > p->M ? lo - p->M : 0, khi = hi > p->M ? hi - p->M : 0;
-    eb_kern_vec_pack(klo, khi, p->N, j->b, j->bk, j->bn, j->wb, p->K * p->N,
-                     j->pb);
+    eb_team_split((p->vw + 7) / 8, part, active, &lo, &hi);
+    lo *= 8;
+    hi = hi * 8 < p->vw ? hi * 8 : p->vw;
+    int64_t rows = 1, idx[EB_MAX_RANK], off[3];
+    for (int d = 0; d < p->nb; d++)
+        rows *= p->bshape[d];
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t w0 = lo; w0 < hi; w0 += sub) {
+            int64_t wb = hi - w0 < sub ? hi - w0 : sub;
+            eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0, j->am, j->ak,
+                             wb, mk, pa);
+            eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0, j->bk, j->bn,
+                             wb, kn, pb);
+            eb_kern_vec_gemm(wb, p->M, 0, p->M, p->N, p->K, pa, pb,
+                             j->c + off[2] + w0 * p->vscw, j->cm, j->cn,
+                             p->vscw);
+        }
+        batch_next(p, p->nb, idx, off);
+    }
 }
 
-static void vec_gemm_part(void *arg, int part, int nparts)
-{
-    const vec_job *j = arg;
-    long long lo, hi;
-    eb_team_split(j->p->M, part, nparts, &lo, &hi);
-    eb_kern_vec_gemm(j->wb, j->p->M, lo, hi, j->p->N, j->p->K, j->pa, j->pb,
-                     j->c, j->cm, j->cn, j->p->vscw);
-}
-
-/* The vector-batch GEMM, block of w by block: pack, then compute (each
- * split over the team when the work is large enough). */
 static void run_vec(const eb_plan *p, const double *a, const double *b,
                     double *c, double *pack, eb_team *team)
 {
@@ -834,31 +847,14 @@ static void run_vec(const eb_plan *p, const double *a, const double *b,
     vec_offsets(p, 1, 1, cn);
     vec_offsets(p, 2, 0, ak);
     vec_offsets(p, 2, 1, bk);
-    vec_job j = {.p = p, .pa = pack, .pb = pack + EB_VEC_WBLOCK * p->M * p->K,
-                 .am = am, .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn};
-    double work = (double)EB_VEC_WBLOCK * (double)p->M * (double)p->N *
+    vec_job j = {.p = p, .a = a, .b = b, .c = c, .pack = pack, .am = am,
+                 .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn};
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
-    int par = eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK;
-    int64_t rows = 1, idx[EB_MAX_RANK], off[3];
-    for (int d = 0; d < p->nb; d++)
-        rows *= p->bshape[d];
-    batch_offsets(p, p->nb, 0, idx, off);
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t w0 = 0; w0 < p->vw; w0 += EB_VEC_WBLOCK) {
-            j.wb = p->vw - w0 < EB_VEC_WBLOCK ? p->vw - w0 : EB_VEC_WBLOCK;
-            j.a = a + off[0] + w0;
-            j.b = b + off[1] + w0;
-            j.c = c + off[2] + w0 * p->vscw;
-            if (par) {
-                eb_team_run(team, vec_pack_part, &j);
-                eb_team_run(team, vec_gemm_part, &j);
-            } else {
-                vec_pack_part(&j, 0, 1);
-                vec_gemm_part(&j, 0, 1);
-            }
-        }
-        batch_next(p, p->nb, idx, off);
-    }
+    if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)
+        eb_team_run(team, vec_part, &j);
+    else
+        vec_part(&j, 0, 1);
 }
 
 void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
