@@ -828,7 +828,7 @@ static void vec_part(void *arg, int part, int nparts)
                              wb, mk, pa);
             eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0, j->bk, j->bn,
                              wb, kn, pb);
-            eb_kern_vec_gemm(wb, p->M, 0, p->M, p->N, p->K, pa, pb,
+            eb_kern_vec_gemm(wb, p->M, p->N, p->K, pa, pb,
                              j->c + off[2] + w0 * p->vscw, j->cm, j->cn,
                              p->vscw);
         }

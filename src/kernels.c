@@ -372,15 +372,14 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
         }
 }
 
-/* Rows [m0, m1) of C for one packed block of wb elements of w, chunk by
+/* C for one packed block of wb elements of w, chunk by
  * chunk of 8 elements: a chunk's rows of A and B (64 bytes each) lie one
  * after another, without the cache-set conflicts of rows a power of two
  * apart. K is cut into slices of VEC_KSLICE so that the rows one block of
  * C reads (3 of A, 4 of B) stay in L1 for both vectors of the chunk;
  * slices after the first add to C. */
 __attribute__((target("avx2,fma"))) static void
-eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t m0, int64_t m1,
-                        int64_t N, int64_t K, const double *pa,
+eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa,
                         const double *pb, double *c, const int64_t *cm,
                         const int64_t *cn, int64_t scw)
 {
@@ -391,8 +390,8 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t m0, int64_t m1,
             int64_t kk = K - k0 < VEC_KSLICE ? K - k0 : VEC_KSLICE;
             for (int64_t n = 0; n < N; n += 4) {
                 int nn = N - n < 4 ? (int)(N - n) : 4;
-                for (int64_t m = m0; m < m1; m += 3) {
-                    int mb = m1 - m < 3 ? (int)(m1 - m) : 3;
+                for (int64_t m = 0; m < M; m += 3) {
+                    int mb = M - m < 3 ? (int)(M - m) : 3;
                     for (int64_t h = 0; h < 8 && w8 + h + 4 <= wb; h += 4) {
                         const double *pai[3], *pbj[4];
                         for (int i = 0; i < mb; i++)
@@ -463,20 +462,19 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
         }
 }
 
-void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t m0, int64_t m1,
-                      int64_t N, int64_t K, const double *pa, const double *pb,
+void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa, const double *pb,
                       double *c, const int64_t *cm, const int64_t *cn,
                       int64_t scw)
 {
     int64_t w = 0;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        eb_kern_vec_packed_avx2(wb, M, m0, m1, N, K, pa, pb, c, cm, cn, scw);
+        eb_kern_vec_packed_avx2(wb, M, N, K, pa, pb, c, cm, cn, scw);
         w = wb / 4 * 4;
     }
     for (; w < wb; w++) {
         const double *pac = pa + w / 8 * 8 * M * K + w % 8;
         const double *pbc = pb + w / 8 * 8 * K * N + w % 8;
-        for (int64_t m = m0; m < m1; m++)
+        for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++) {
                 double s = 0;
                 for (int64_t k = 0; k < K; k++)

@@ -58,11 +58,9 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
                       const int64_t *oi, const int64_t *oj, int64_t wb,
                       int64_t rows, double *dst);
 
-/* Rows m in [m0, m1) of C for one block packed by eb_kern_vec_pack: pa
- * with rows (m, k) of all M, pb with rows (k, n). c points at the block's
- * first w. */
-void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t m0, int64_t m1,
-                      int64_t N, int64_t K, const double *pa, const double *pb,
+/* C for one block packed by eb_kern_vec_pack: pa with rows (m, k), pb
+ * with rows (k, n). c points at the block's first w. */
+void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa, const double *pb,
                       double *c, const int64_t *cm, const int64_t *cn,
                       int64_t scw);
 
