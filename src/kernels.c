@@ -90,6 +90,9 @@ double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
 /* Largest C tile and B copy (elements) the small GEMM keeps on the stack. */
 enum { SMALL_TILE = 1024, SMALL_BTILE = 4096 };
 
+/* Rows of a vector-batch block the packer prefetches ahead. */
+#define VEC_PREFETCH 8
+
 /* Contracted rows per slice of the vector-batch GEMM (see below). */
 #ifndef VEC_KSLICE
 #define VEC_KSLICE 48
@@ -435,6 +438,19 @@ eb_kern_vec_pack_avx2(int64_t i0, int64_t i1, int64_t nj, const double *src,
     for (int64_t i = i0; i < i1; i++)
         for (int64_t j = 0; j < nj; j++) {
             const double *s = src + oi[i] + oj[j];
+            /* The rows are short runs far apart, which the hardware
+             * prefetcher does not follow: fetch the row VEC_PREFETCH rows
+             * ahead now, so that its misses overlap this row's copy. */
+            int64_t pi = i, pj = j + VEC_PREFETCH;
+            while (pj >= nj) {
+                pj -= nj;
+                pi++;
+            }
+            if (pi < i1) {
+                const char *q = (const char *)(src + oi[pi] + oj[pj]);
+                for (int64_t x = 0; x < wb; x += 8)
+                    _mm_prefetch(q + 8 * x, _MM_HINT_T0);
+            }
             double *d = dst + (i * nj + j) * 8;
             for (int64_t x = 0; x < full; x += 8) {
                 _mm256_storeu_pd(d + x * rows, _mm256_loadu_pd(s + x));
