@@ -50,6 +50,8 @@ static const char usage_text[] =
     "  --json FILE                  JSON-lines records to FILE ('-': stdout,\n"
     "                               then no table)\n"
     "  --callgrind-per-sample       one callgrind dump per sample\n"
+    "  --no-fuse                    trace: run every step on its own (no\n"
+    "                               blocked groups of steps)\n"
     "\n"
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
@@ -170,6 +172,10 @@ static int parse_args(int argc, char **argv, cli_opts *c)
         const char *a = argv[i];
         if (strcmp(a, "--check") == 0) {
             c->run.check = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-fuse") == 0) {
+            c->run.no_fuse = 1;
             continue;
         }
         if (strcmp(a, "--callgrind-per-sample") == 0) {
@@ -318,6 +324,25 @@ static int64_t moved_elems(const eb_plan *p)
     return n + (p->post ? p->out_elems : 0);
 }
 
+/* Trace's fused groups: which steps run together, along what, in blocks
+ * of how many. */
+static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
+{
+    for (int c = 0; c < n; c++) {
+        if (d[c].fused_at != c)
+            continue;
+        int64_t w = inst->label_size[d[c].fuse_label], bw = d[c].fuse_block;
+        char lab[8];
+        printf("fused: steps");
+        for (int s = 0; s < n; s++)
+            if (d[s].fused_at == c)
+                printf(" %d", s);
+        printf(" run at step %d in %lld blocks of %lld along '%s' (%lld)\n", c,
+               (long long)((w + bw - 1) / bw), (long long)bw,
+               eb_label_str(inst, d[c].fuse_label, lab), (long long)w);
+    }
+}
+
 static void print_plan(const eb_instance *inst, const eb_path *path,
                        const eb_step_desc *d, const eb_schedule *sched)
 {
@@ -351,10 +376,11 @@ static void print_plan(const eb_instance *inst, const eb_path *path,
            "(stored %.4f), permuted elements per run %lld\n", path->num_steps,
            sched->log10_flops, path->log10_flops, sched->log2_size,
            path->log2_size, (long long)moved);
+    print_fusion(inst, d, n);
 }
 
 static int plan_one(const eb_instance *inst, const eb_path *path,
-                    const char *source, eb_mode mode)
+                    const char *source, eb_mode mode, int no_fuse)
 {
     eb_error err;
     eb_schedule *sched;
@@ -365,9 +391,11 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     int n = path->num_steps ? path->num_steps : 1;
     eb_step_desc *d = malloc((size_t)n * sizeof *d);
     int64_t arena = 0;
+    eb_fuse_opts fuse = eb_fuse_default_opts();
     eb_status st = !d ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
                    : mode == EB_MODE_TRACE
-                       ? eb_trace_describe(inst, path, d, &arena, &err)
+                       ? eb_trace_describe(inst, path, no_fuse ? NULL : &fuse,
+                                           d, &arena, &err)
                        : eb_eager_describe(inst, path, d, &err);
     if (!st) {
         printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
@@ -427,7 +455,8 @@ static int cmd_plan(int argc, char **argv)
         for (int m = 0; m < EB_MODE_COUNT; m++) {
             if (!c.run.modes[m])
                 continue;
-            int r = plan_one(inst, &ps->paths[k], ps->source, (eb_mode)m);
+            int r = plan_one(inst, &ps->paths[k], ps->source, (eb_mode)m,
+                             c.run.no_fuse);
             if (r > rc)
                 rc = r;
         }

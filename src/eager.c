@@ -47,6 +47,7 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
     if (c->descs) {
         eb_step_desc *d = &c->descs[s];
         d->plan = plan;
+        d->fused_at = -1;
         d->a_rank = a->v.rank;
         memcpy(d->a_ids, a->v.ids, (size_t)a->v.rank * sizeof(int));
         d->b_rank = b ? b->v.rank : -1;

@@ -26,6 +26,10 @@ typedef struct {
     eb_plan plan;
     int a_rank, b_rank;          /* b_rank -1: single-operand step */
     int a_ids[EB_MAX_RANK], b_ids[EB_MAX_RANK];
+    /* Trace fusion: the step whose turn runs this one (-1: not fused),
+     * blocks of fuse_block along label fuse_label. */
+    int fused_at, fuse_label;
+    int64_t fuse_block;
 } eb_step_desc;
 
 /*

@@ -13,6 +13,7 @@
 #define EB_EXEC_H
 
 #include "contract.h"
+#include "fuse.h"
 #include "pool.h"
 #include "tensor.h"
 
@@ -29,14 +30,17 @@ typedef struct eb_executor {
     void (*destroy)(void *ctx);
     double compile_ms;  /* time spent in create, 0 for eager */
     int64_t static_bytes; /* memory the executor planned ahead (trace arena) */
+    int fused_groups;   /* trace: groups of steps run block by block */
 } eb_executor;
 
 /* Create the executor of a mode for one instance, path and set of inputs,
  * drawing memory from pool and engine threads from team (all borrowed; they
- * must outlive it; team may be NULL). Trace mode compiles here. */
+ * must outlive it; team may be NULL). Trace mode compiles here, fusing
+ * steps as fuse says (NULL: no fusion; eager ignores it). */
 eb_status eb_exec_create(eb_mode mode, const eb_instance *inst,
                          const eb_path *path, const eb_view *inputs,
-                         eb_pool *pool, struct eb_team *team, eb_executor *ex,
+                         eb_pool *pool, struct eb_team *team,
+                         const eb_fuse_opts *fuse, eb_executor *ex,
                          eb_error *err);
 
 /* Destroy an executor made by eb_exec_create (safe on a zeroed one). */

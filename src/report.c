@@ -254,11 +254,13 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
         eb_jw_int(w, "gemm_calls", r->gemm_calls);
         eb_jw_int(w, "blas_calls", r->blas_calls);
         eb_jw_int(w, "permuted_elems", r->permuted_elems);
+        eb_jw_int(w, "fused_groups", r->fused_groups);
     } else {
         eb_jw_null(w, "peak_bytes");
         eb_jw_null(w, "gemm_calls");
         eb_jw_null(w, "blas_calls");
         eb_jw_null(w, "permuted_elems");
+        eb_jw_null(w, "fused_groups");
     }
 }
 

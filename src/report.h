@@ -50,6 +50,7 @@ typedef struct {
     double stored_log10_flops, stored_log2_size; /* NaN if absent */
     int64_t peak_bytes;         /* inputs + pool/arena at the end */
     int64_t gemm_calls, blas_calls, permuted_elems; /* per sample */
+    int fused_groups;           /* trace: groups run block by block */
     int has_check;
     double max_rel_err;
     const char *check_ref;      /* what the check compared against */

@@ -144,8 +144,10 @@ static eb_status measure(runner *r, const eb_instance *inst,
         return st;
     rec->openblas_threads = eb_scope_blas_threads(scope);
     eb_executor ex;
+    eb_fuse_opts fuse = eb_fuse_default_opts();
     st = eb_exec_create(mode, inst, path, ops->views, eb_scope_pool(scope),
-                        eb_scope_team(scope), &ex, err);
+                        eb_scope_team(scope), o->no_fuse ? NULL : &fuse, &ex,
+                        err);
     if (st) {
         eb_scope_leave(scope);
         return st;
@@ -160,6 +162,7 @@ static eb_status measure(runner *r, const eb_instance *inst,
         rec->has_stats = 1;
         rec->stats = br.stats;
         rec->compile_ms = ex.compile_ms;
+        rec->fused_groups = ex.fused_groups;
         rec->gemm_calls = br.per_sample.gemm_calls;
         rec->blas_calls = br.per_sample.blas_calls;
         rec->permuted_elems = br.per_sample.permuted_elems;
@@ -345,7 +348,8 @@ static void run_instance(runner *r, const char *file)
     if (!st && !o->verify_only)
         st = eb_operands_create(inst, &o->fill, &ops, &err);
     if (!st && (o->verify_only || o->check))
-        st = eb_checker_create(inst, ps, o->check_seed, o->threads, &chk, &err);
+        st = eb_checker_create(inst, ps, o->check_seed, o->threads,
+                               !o->no_fuse, &chk, &err);
     if (st)
         input_error(r, &err);
     else

@@ -26,6 +26,7 @@ typedef struct {
     int check;                  /* --check */
     uint64_t check_seed;
     int per_sample_dumps;
+    int no_fuse;                /* --no-fuse: trace runs every step alone */
 } eb_run_opts;
 
 typedef struct {

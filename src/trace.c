@@ -5,11 +5,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuse.h"
 #include "schedule.h"
+#include "team.h"
 
 typedef struct {
     eb_plan plan;
     int a_slot, b_slot;            /* operand slots (b_slot -1: none) */
+    int group;                     /* fused group it belongs to, or -1 */
     int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out */
     const double *a, *b;
     double *p0, *p1, *tmp, *out;
@@ -18,6 +21,10 @@ typedef struct {
 typedef struct {
     int nsteps;
     tstep *steps;
+    int ngroups;
+    eb_fuse_group *groups;  /* run at their consumer's turn */
+    eb_fuse_bind *binds;
+    int nparts;             /* copies of a group's buffers (team size) */
     double *arena;
     int64_t arena_elems;
     struct eb_team *team;
@@ -156,7 +163,22 @@ static int64_t assign_offsets(buf_req *r, int n)
 
 static int64_t round64(int64_t elems) { return (elems + 7) & ~(int64_t)7; }
 
-/* Lifetimes of all buffers of the program; offsets into the arena. */
+/* The step at whose turn step t runs: its group's consumer, or itself. */
+static int turn(const program *p, int t)
+{
+    const tstep *s = &p->steps[t];
+    if (s->group < 0)
+        return t;
+    const eb_fuse_group *g = &p->groups[s->group];
+    return g->mem[g->nmem - 1];
+}
+
+/*
+ * Lifetimes of all buffers of the program; offsets into the arena. A
+ * buffer lives from the turn its step runs to the turn its consumer runs;
+ * the buffers of a fused group's members (scratch, blocks of
+ * intermediates) live during the group's turn only.
+ */
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
     buf_req *r = malloc((size_t)(4 * p->nsteps) * sizeof *r);
@@ -169,11 +191,24 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
         int64_t sizes[4] = {pl->prep[0] ? pl->prep_elems[0] : 0,
                             pl->prep[1] ? pl->prep_elems[1] : 0,
                             pl->tmp_elems, pl->out_elems};
+        int at = turn(p, t), until = turn(p, consumer[t]);
+        if (s->group >= 0) {
+            const eb_fuse_group *g = &p->groups[s->group];
+            int i = 0;
+            while (g->mem[i] != t)
+                i++;
+            for (int q = 0; q < 4; q++)
+                sizes[q] = p->nparts * round64(g->buf_elems[i][q]);
+            if (i < g->nmem - 1)
+                until = at; /* a block, consumed inside the group */
+            else
+                sizes[3] = pl->out_elems;
+        }
         for (int q = 0; q < 4; q++) {
             s->off[q] = -1;
             if (q < 3 && sizes[q] == 0)
                 continue;
-            r[n++] = (buf_req){round64(sizes[q]), t, q < 3 ? t : consumer[t],
+            r[n++] = (buf_req){round64(sizes[q]), at, q < 3 ? at : until,
                                &s->off[q]};
         }
     }
@@ -214,16 +249,13 @@ static int64_t moved(const eb_plan *p)
            (p->prep[1] ? p->prep_elems[1] : 0) + (p->post ? p->out_elems : 0);
 }
 
-/* Plan step s (an operand pair) to produce `keep`, in that order when
- * fixed, with operands laid out as `desired` says. */
-static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
-                           const order *desired, const tstep *s,
-                           const order *keep, int fixed, eb_plan *out,
-                           eb_error *err)
+/* The operand views of step s: inputs as they are, intermediates compact
+ * in the order `desired` gives them. Returns the number of operands. */
+static int step_views(const eb_instance *inst, const eb_view *inputs,
+                      const order *desired, const tstep *s, eb_view *v)
 {
-    int n = inst->num_tensors;
-    eb_view v[2];
-    for (int q = 0; q < (s->b_slot < 0 ? 1 : 2); q++) {
+    int n = inst->num_tensors, nops = s->b_slot < 0 ? 1 : 2;
+    for (int q = 0; q < nops; q++) {
         int slot = q ? s->b_slot : s->a_slot;
         if (slot < n)
             v[q] = inputs[slot];
@@ -231,6 +263,18 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
             eb_view_compact(&v[q], NULL, desired[slot].ids, desired[slot].n,
                             inst->label_size);
     }
+    return nops;
+}
+
+/* Plan step s (an operand pair) to produce `keep`, in that order when
+ * fixed, with operands laid out as `desired` says. */
+static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
+                           const order *desired, const tstep *s,
+                           const order *keep, int fixed, eb_plan *out,
+                           eb_error *err)
+{
+    eb_view v[2];
+    step_views(inst, inputs, desired, s, v);
     return eb_contract_plan(&v[0], s->b_slot < 0 ? NULL : &v[1], keep->ids,
                             keep->n, fixed, inst->label_size, out, err);
 }
@@ -275,6 +319,40 @@ static eb_status improve_layouts(const eb_instance *inst,
     return st;
 }
 
+/* Groups of steps that run block by block (see fuse.h). */
+static eb_status plan_fusion(const eb_instance *inst, const eb_view *inputs,
+                             const order *desired, const eb_fuse_opts *opts,
+                             program *p, eb_error *err)
+{
+    int n = inst->num_tensors;
+    for (int t = 0; t < p->nsteps; t++)
+        p->steps[t].group = -1;
+    if (!opts || p->nsteps < 2)
+        return EB_OK;
+    eb_fuse_step *fs = malloc((size_t)p->nsteps * sizeof *fs);
+    if (!fs)
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < p->nsteps; t++) {
+        const tstep *s = &p->steps[t];
+        fs[t].plan = &s->plan;
+        fs[t].nops = step_views(inst, inputs, desired, s, fs[t].op);
+        fs[t].producer[0] = s->a_slot >= n ? s->a_slot - n : -1;
+        fs[t].producer[1] = s->b_slot >= n ? s->b_slot - n : -1;
+    }
+    eb_status st = eb_fuse_plan(inst, fs, p->nsteps, opts, &p->groups,
+                                &p->ngroups, err);
+    free(fs);
+    if (!st && p->ngroups) {
+        p->binds = calloc((size_t)p->ngroups, sizeof *p->binds);
+        if (!p->binds)
+            st = eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 0; !st && k < p->ngroups; k++)
+        for (int i = 0; i < p->groups[k].nmem; i++)
+            p->steps[p->groups[k].mem[i]].group = k;
+    return st;
+}
+
 /* Resolve every operand and buffer pointer once. */
 static void bind(program *p, const eb_view *inputs, int n)
 {
@@ -293,6 +371,23 @@ static void bind(program *p, const eb_view *inputs, int n)
                : s->b_slot < n ? inputs[s->b_slot].data
                                : p->steps[s->b_slot - n].out;
     }
+    for (int k = 0; k < p->ngroups; k++) {
+        const eb_fuse_group *g = &p->groups[k];
+        eb_fuse_bind *b = &p->binds[k];
+        b->nparts = p->nparts;
+        for (int i = 0; i < g->nmem; i++) {
+            const tstep *s = &p->steps[g->mem[i]];
+            b->ext[i][0] = g->internal[i][0] < 0 ? s->a : NULL;
+            b->ext[i][1] = g->internal[i][1] < 0 ? s->b : NULL;
+            double *base[4] = {s->p0, s->p1, s->tmp, s->out};
+            for (int part = 0; part < p->nparts; part++)
+                for (int q = 0; q < 4; q++)
+                    b->buf[part][i][q] =
+                        base[q] ? base[q] + part * round64(g->buf_elems[i][q])
+                                : NULL;
+        }
+        b->out = p->steps[g->mem[g->nmem - 1]].out;
+    }
 }
 
 static void program_free(program *p)
@@ -300,13 +395,16 @@ static void program_free(program *p)
     if (!p)
         return;
     free(p->steps);
+    free(p->groups);
+    free(p->binds);
     free(p->arena);
     free(p);
 }
 
 /* Everything but the arena: layouts, plans, offsets. */
 static eb_status compile(const eb_instance *inst, const eb_path *path,
-                         const eb_view *inputs, program **out, eb_error *err)
+                         const eb_view *inputs, const eb_fuse_opts *fuse,
+                         int nparts, program **out, eb_error *err)
 {
     *out = NULL;
     eb_schedule *sch;
@@ -319,6 +417,9 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     int *consumer = malloc((size_t)(sch->num_steps + 1) * sizeof *consumer);
     if (p) {
         p->nsteps = sch->num_steps ? sch->num_steps : 1;
+        p->nparts = nparts < 1                   ? 1
+                    : nparts > EB_FUSE_MAX_PARTS ? EB_FUSE_MAX_PARTS
+                                                 : nparts;
         p->steps = calloc((size_t)p->nsteps, sizeof *p->steps);
     }
     if (!p || !p->steps || !desired || !consumer) {
@@ -337,6 +438,8 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     st = plan_steps(inst, sch, inputs, desired, p, err);
     if (!st && sch->num_steps > 0)
         st = improve_layouts(inst, inputs, desired, consumer, p, err);
+    if (!st)
+        st = plan_fusion(inst, inputs, desired, fuse, p, err);
     if (!st)
         st = plan_memory(p, consumer, err);
 done:
@@ -357,8 +460,12 @@ static eb_status trace_run(void *vctx, const double **out,
     program *p = vctx;
     for (int t = 0; t < p->nsteps; t++) {
         const tstep *s = &p->steps[t];
-        eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp, s->out,
-                         p->team, cnt);
+        if (s->group < 0)
+            eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp,
+                             s->out, p->team, cnt);
+        else if (turn(p, t) == t)
+            eb_fuse_exec(&p->groups[s->group], &p->binds[s->group], p->team,
+                         cnt);
     }
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
@@ -377,11 +484,13 @@ static double now_ms(void)
 
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, struct eb_team *team,
-                          eb_executor *ex, eb_error *err)
+                          const eb_fuse_opts *fuse, eb_executor *ex,
+                          eb_error *err)
 {
     double t0 = now_ms();
     program *p;
-    eb_status st = compile(inst, path, inputs, &p, err);
+    eb_status st =
+        compile(inst, path, inputs, fuse, eb_team_size(team), &p, err);
     if (st)
         return st;
     void *arena = NULL;
@@ -398,25 +507,33 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
                         .compile_ms = now_ms() - t0,
-                        .static_bytes = (int64_t)bytes};
+                        .static_bytes = (int64_t)bytes,
+                        .fused_groups = p->ngroups};
     return EB_OK;
 }
 
 eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
-                            eb_step_desc *descs, int64_t *arena_bytes,
-                            eb_error *err)
+                            const eb_fuse_opts *fuse, eb_step_desc *descs,
+                            int64_t *arena_bytes, eb_error *err)
 {
     eb_view *views = eb_views_without_data(inst);
     if (!views)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     program *p;
-    eb_status st = compile(inst, path, views, &p, err);
+    eb_status st = compile(inst, path, views, fuse, 1, &p, err);
     if (!st) {
         int n = inst->num_tensors;
         for (int t = 0; t < p->nsteps; t++) {
             eb_step_desc *d = &descs[t];
             const tstep *s = &p->steps[t];
             d->plan = s->plan;
+            d->fused_at = -1;
+            if (s->group >= 0) {
+                const eb_fuse_group *g = &p->groups[s->group];
+                d->fused_at = turn(p, t);
+                d->fuse_label = g->label;
+                d->fuse_block = g->bw;
+            }
             const eb_view *va = s->a_slot < n ? &views[s->a_slot] : NULL;
             d->a_rank = va ? va->rank : p->steps[s->a_slot - n].plan.out_rank;
             memcpy(d->a_ids, va ? va->ids : p->steps[s->a_slot - n].plan.out_ids,

@@ -16,6 +16,9 @@
  *    the lowest offset that overlaps no buffer alive at the same time (a
  *    greedy best-fit over lifetimes). The arena is allocated and touched at
  *    compile time; samples never call the allocator.
+ *  - fusion: a step whose operands are large intermediates may run with
+ *    their producers block by block along a batch label (fuse.h); such a
+ *    group runs at its consumer's turn and its blocks live in the arena.
  *
  * Sampled runs only execute the program: kernel calls with precomputed
  * pointers. Compile time is reported as compile_ms.
@@ -28,15 +31,19 @@
 
 #include "eager.h"
 #include "exec.h"
+#include "fuse.h"
 
+/* Compile. fuse: when to run steps as fused groups (see fuse.h); NULL
+ * runs every step on its own. */
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, struct eb_team *team,
-                          eb_executor *ex, eb_error *err);
+                          const eb_fuse_opts *fuse, eb_executor *ex,
+                          eb_error *err);
 
 /* Compile without data and describe the program's steps (for `plan`);
  * descs has max(num_steps, 1) entries. *arena_bytes gets the arena size. */
 eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
-                            eb_step_desc *descs, int64_t *arena_bytes,
-                            eb_error *err);
+                            const eb_fuse_opts *fuse, eb_step_desc *descs,
+                            int64_t *arena_bytes, eb_error *err);
 
 #endif

@@ -24,6 +24,7 @@ struct eb_checker {
     const eb_instance *inst;
     const eb_pathset *ps;
     int threads;
+    int fuse;
     eb_operands *ops;
     int64_t out_elems;
     double *naive;      /* naive reference, NULL until computed */
@@ -35,7 +36,8 @@ struct eb_checker {
 double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
 
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, eb_checker **out,
+                            uint64_t seed, int threads, int fuse,
+                            eb_checker **out,
                             eb_error *err)
 {
     *out = NULL;
@@ -45,6 +47,7 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     c->inst = inst;
     c->ps = ps;
     c->threads = threads;
+    c->fuse = fuse;
     eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
     eb_status st = eb_operands_create(inst, &fill, &c->ops, err);
     if (st) {
@@ -83,8 +86,10 @@ static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
     if (st)
         goto fail;
     eb_executor ex;
+    eb_fuse_opts fuse = eb_fuse_default_opts();
     st = eb_exec_create(mode, c->inst, path, c->ops->views,
-                        eb_scope_pool(scope), eb_scope_team(scope), &ex, err);
+                        eb_scope_pool(scope), eb_scope_team(scope),
+                        c->fuse ? &fuse : NULL, &ex, err);
     if (!st) {
         const double *out;
         eb_exec_counters cnt = {0};

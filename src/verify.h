@@ -29,9 +29,10 @@ typedef struct {
     const char *status;     /* "passed", "failed", "unverified" */
 } eb_check_outcome;
 
+/* fuse: trace mode fuses steps as a run does (fuse.h defaults), or not. */
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, eb_checker **out,
-                            eb_error *err);
+                            uint64_t seed, int threads, int fuse,
+                            eb_checker **out, eb_error *err);
 void eb_checker_destroy(eb_checker *c);
 
 /* Run (path, mode) once on the checker's inputs and compare. A failed

@@ -73,8 +73,9 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     double e = -2;
-    if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, &ex,
-                        &err)) {
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, &fuse,
+                        &ex, &err)) {
         const double *out;
         eb_exec_counters cnt = {0};
         /* Twice: the second run reuses pooled buffers. */

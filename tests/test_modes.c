@@ -87,7 +87,9 @@ static long sample_allocs(const eb_instance *inst, const eb_path *path,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     long calls = -1;
-    if (!eb_exec_create(mode, inst, path, ops->views, pool, NULL, &ex, &err)) {
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, NULL, &fuse, &ex,
+                        &err)) {
         const double *out;
         eb_exec_counters cnt = {0};
         for (int w = 0; w < 2; w++) {
@@ -208,7 +210,8 @@ static void test_trace_compiles_once(void)
     eb_error err;
     eb_operands_create(inst, &fill, &ops, &err);
     eb_executor ex;
-    EB_CHECK(eb_trace_create(inst, &ps->paths[0], ops->views, NULL, &ex,
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    EB_CHECK(eb_trace_create(inst, &ps->paths[0], ops->views, NULL, &fuse, &ex,
                              &err) == 0,
              "trace compiles");
     EB_CHECK(ex.compile_ms > 0 && ex.static_bytes > 0,
@@ -234,7 +237,7 @@ static void test_trace_compiles_once(void)
         moved[0] += (d[s].plan.prep[0] ? d[s].plan.prep_elems[0] : 0) +
                     (d[s].plan.prep[1] ? d[s].plan.prep_elems[1] : 0) +
                     (d[s].plan.post ? d[s].plan.out_elems : 0);
-    eb_trace_describe(inst, &ps->paths[0], d, &arena, &err);
+    eb_trace_describe(inst, &ps->paths[0], &fuse, d, &arena, &err);
     for (int s = 0; s < n; s++)
         moved[1] += (d[s].plan.prep[0] ? d[s].plan.prep_elems[0] : 0) +
                     (d[s].plan.prep[1] ? d[s].plan.prep_elems[1] : 0) +

@@ -1,0 +1,233 @@
+/* test_fuse: trace mode's fused groups (fuse.h) compute what the steps
+ * compute one by one: small hand-made chains and generated lm networks,
+ * fused wherever the structure allows with blocks from 1 to all of w (so
+ * tails and one-element blocks occur), at one and two engine threads,
+ * against the naive reference einsum (chains) or eager mode (networks); and
+ * the cost model's choice on the shipped lm instance. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas.h"
+#include "check.h"
+#include "einsum_util.h"
+#include "fuse.h"
+#include "lmgen.h"
+#include "load.h"
+#include "pathfind.h"
+#include "trace.h"
+
+static eb_fuse_opts forced(int64_t block_bytes)
+{
+    return (eb_fuse_opts){.min_bytes = 0, .block_bytes = block_bytes,
+                          .force = 1};
+}
+
+/* Groups trace forms for these options, and the steps they cover. */
+static int count_groups(const eb_instance *inst, const eb_path *path,
+                        const eb_fuse_opts *opts, int *fused_steps)
+{
+    int n = path->num_steps ? path->num_steps : 1, groups = 0;
+    eb_step_desc *d = malloc((size_t)n * sizeof *d);
+    int64_t arena;
+    eb_error err;
+    *fused_steps = 0;
+    if (eb_trace_describe(inst, path, opts, d, &arena, &err) == EB_OK)
+        for (int s = 0; s < n; s++) {
+            groups += d[s].fused_at == s;
+            *fused_steps += d[s].fused_at >= 0;
+        }
+    free(d);
+    return groups;
+}
+
+/* Trace with these options on seeded random inputs, run twice (the second
+ * run reuses the arena); relative error against the naive reference einsum
+ * (naive = 1) or eager mode (whose steps are tested against it elsewhere;
+ * for networks too large for the naive loop), or a negative number when
+ * something failed. */
+static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
+                           const eb_fuse_opts *opts, eb_team *team,
+                           uint64_t seed, int naive)
+{
+    eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
+    eb_operands *ops;
+    eb_error err;
+    if (eb_operands_create(inst, &fill, &ops, &err))
+        return -1;
+    int64_t n = 1;
+    for (int a = 0; a < inst->output.rank; a++)
+        n *= inst->label_size[inst->output.ids[a]];
+    double *ref = malloc((size_t)n * sizeof *ref);
+    eb_pool *pool = eb_pool_create();
+    double e = -2;
+    eb_executor ex;
+    eb_status st = EB_OK;
+    if (naive) {
+        st = eb_ref_einsum(inst, ops->views, ref, &err);
+    } else if (!(st = eb_exec_create(EB_MODE_EAGER, inst, path, ops->views,
+                                     pool, NULL, NULL, &ex, &err))) {
+        const double *out;
+        eb_exec_counters cnt = {0};
+        st = ex.run(ex.ctx, &out, &cnt, &err);
+        if (!st)
+            memcpy(ref, out, (size_t)n * sizeof *ref);
+        eb_exec_destroy(&ex);
+    }
+    if (!st &&
+        !(st = eb_trace_create(inst, path, ops->views, team, opts, &ex,
+                               &err))) {
+        for (int r = 0; r < 2; r++) {
+            const double *out;
+            eb_exec_counters cnt = {0};
+            if (ex.run(ex.ctx, &out, &cnt, &err)) {
+                e = -3;
+                break;
+            }
+            e = eb_ref_rel_err(out, ref, n);
+            ex.release(ex.ctx);
+        }
+        eb_exec_destroy(&ex);
+    }
+    if (st)
+        fprintf(stderr, "fused_vs_ref: %s\n", err.msg);
+    eb_pool_destroy(pool);
+    free(ref);
+    eb_operands_destroy(ops);
+    return e;
+}
+
+static int64_t size_w13(uint32_t cp, void *arg)
+{
+    (void)arg;
+    return cp == 'w' ? 13 : 2 + (int64_t)(cp % 5);
+}
+
+/* Chains whose last step starts its output with w: both operands made by
+ * producers, a producer whose operands carry w in different places, w free
+ * on one side of the consumer (its other operand read whole per block), and
+ * a producer with a repeated label. */
+static void test_chains(eb_team **teams)
+{
+    static const struct {
+        const char *fs;
+        int nsteps;
+        eb_pair steps[4];
+        int groups; /* with forced fusion */
+    } cases[] = {
+        {"wi,ij,wk,kj->wj", 3, {{0, 1}, {0, 1}, {0, 1}}, 1},
+        {"aiw,ij,kw,kj->wj", 3, {{0, 1}, {0, 1}, {0, 1}}, 1},
+        {"wia,ab,wb->wi", 2, {{0, 1}, {0, 1}}, 1},
+        {"wa,ab,bc->wc", 2, {{0, 1}, {0, 1}}, 1},
+        {"wa,ab,bc,cd->wd", 3, {{0, 1}, {0, 2}, {0, 1}}, 1},
+        {"wab,bc,wc->wa", 2, {{0, 1}, {0, 1}}, 1},
+        {"aa,wa,wb->wb", 2, {{0, 1}, {0, 1}}, 1},
+    };
+    static const int64_t blocks[] = {1, 40, 300, 1 << 20};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        eb_instance *inst = tu_instance(cases[c].fs, size_w13, NULL);
+        if (!inst) {
+            EB_CHECK(0, "%s builds", cases[c].fs);
+            continue;
+        }
+        eb_pair steps[4];
+        memcpy(steps, cases[c].steps, sizeof steps);
+        eb_path path = {.strategy = "test", .num_steps = cases[c].nsteps,
+                        .steps = steps};
+        eb_fuse_opts o = forced(1);
+        int fused;
+        int g = count_groups(inst, &path, &o, &fused);
+        EB_CHECK(g == cases[c].groups, "%s: %d groups (expected %d)",
+                 cases[c].fs, g, cases[c].groups);
+        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+            for (int t = 0; t < 2; t++) {
+                o = forced(blocks[b]);
+                double e = fused_vs_ref(inst, &path, &o, teams[t], 7 + c, 1);
+                EB_CHECK(e >= 0 && e < 1e-12,
+                         "%s, blocks of %lld bytes, %d threads: rel err %g",
+                         cases[c].fs, (long long)blocks[b], t + 1, e);
+            }
+        eb_instance_destroy(inst);
+    }
+}
+
+/* Generated lm networks with greedy paths: whatever groups trace forms,
+ * the numbers are those of eager mode. */
+static void test_lm_networks(eb_team **teams)
+{
+    static const eb_lm_params params[] = {
+        {1, 3, 4, 9}, {2, 2, 3, 17}, {2, 3, 5, 11}, {3, 2, 3, 6},
+        {2, 4, 7, 100},
+    };
+    int total_groups = 0;
+    for (size_t k = 0; k < sizeof params / sizeof *params; k++) {
+        eb_lm_network *net;
+        eb_instance *inst;
+        eb_error err;
+        if (eb_lm_build(&params[k], "test", &net, &err) ||
+            eb_lm_to_instance(net, "test.json", &inst, &err)) {
+            EB_CHECK(0, "lm network %zu: %s", k, err.msg);
+            continue;
+        }
+        eb_pathfind_opts po;
+        eb_pathfind_opts_default(&po);
+        po.seed = 1 + k;
+        eb_path path;
+        if (eb_pathfind(inst, &po, "greedy", &path, &err)) {
+            EB_CHECK(0, "lm network %zu path: %s", k, err.msg);
+        } else {
+            eb_fuse_opts o = forced(64);
+            int fused;
+            total_groups += count_groups(inst, &path, &o, &fused);
+            for (int t = 0; t < 2; t++) {
+                double e = fused_vs_ref(inst, &path, &o, teams[t], 3 + k, 0);
+                EB_CHECK(e >= 0 && e < 1e-12,
+                         "lm network %zu, %d threads: rel err %g", k, t + 1,
+                         e);
+            }
+            eb_path_free(&path);
+        }
+        eb_instance_destroy(inst);
+        eb_lm_network_destroy(net);
+    }
+    EB_CHECK(total_groups > 0, "fused groups formed in lm networks: %d",
+             total_groups);
+}
+
+/* The default cost model on lm_batch_likelihood_sentence_3_12d: the two
+ * short-K products that write 15 MB run with their consumers; the GEMMs
+ * whose other operand (2 MB) would be packed again per block do not. */
+static void test_default_choice(void)
+{
+    eb_instance *inst;
+    eb_pathset *ps;
+    eb_error err;
+    if (eb_load_instance("instances/lm_batch_likelihood_sentence_3_12d.json",
+                         &inst, &err) ||
+        eb_load_find_paths(inst, NULL, &ps, &err)) {
+        EB_CHECK(0, "shipped lm instance loads: %s", err.msg);
+        return;
+    }
+    const eb_path *path = eb_pathset_find(ps, "opt_flops");
+    eb_fuse_opts o = eb_fuse_default_opts();
+    int fused = 0;
+    int g = path ? count_groups(inst, path, &o, &fused) : -1;
+    EB_CHECK(g == 2 && fused == 4, "2 groups of 2 steps: %d groups, %d steps",
+             g, fused);
+    eb_pathset_destroy(ps);
+    eb_instance_destroy(inst);
+}
+
+int main(void)
+{
+    eb_blas_set_threads(1);
+    eb_team *teams[2] = {NULL, NULL};
+    eb_error err;
+    if (eb_team_create(2, &teams[1], &err))
+        EB_CHECK(0, "team: %s", err.msg);
+    test_chains(teams);
+    test_lm_networks(teams);
+    test_default_choice();
+    eb_team_destroy(teams[1]);
+    return eb_check_done("test_fuse");
+}
