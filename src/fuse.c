@@ -10,7 +10,7 @@
 eb_fuse_opts eb_fuse_default_opts(void)
 {
     return (eb_fuse_opts){.min_bytes = (int64_t)4 << 20,
-                          .block_bytes = (int64_t)2 << 20};
+                          .block_bytes = (int64_t)256 << 10};
 }
 
 /* Axis of label l in v: -1 when absent, -2 when repeated (a diagonal,

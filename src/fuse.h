@@ -41,7 +41,11 @@ typedef struct {
 } eb_fuse_opts;
 
 /* The defaults: outputs past 4 MiB (beyond the L2 cache and a good part of
- * a shared L3), blocks of intermediates of about 2 MiB. */
+ * a shared L3); blocks of intermediates of about 256 KiB, half of this
+ * machine class's 512 KiB L2, so that a block stays in L2 between its
+ * producer and its consumer. (On lm_batch_likelihood_sentence_3_12d, at
+ * 2 threads the fused step took 2.2-2.6 ms with 256 KiB blocks against
+ * 3.1-3.2 ms with 2 MiB; at 1 thread 4.3-4.6 ms either way.) */
 eb_fuse_opts eb_fuse_default_opts(void);
 
 /* One step of the program as fuse sees it. */
