@@ -1,11 +1,14 @@
 /*
  * team: the engine's own threads (DESIGN 4.3: the scope fixes the thread
  * budget for OpenBLAS *and* the engine). A team of n threads is the caller
- * plus n - 1 workers that sleep on a condition variable between jobs.
+ * plus n - 1 workers that, between jobs, spin for up to 50 us and then
+ * sleep on a condition variable (the caller waits for the parts the same
+ * way).
  *
  * eb_team_run splits a job into n parts: part 0 runs on the caller, part k
  * on worker k; it returns when all parts are done. Jobs never allocate.
- * BLAS calls stay on the caller's thread: OpenBLAS threads them itself.
+ * BLAS calls stay on the caller's thread (OpenBLAS threads them itself),
+ * except in a job that first sets OpenBLAS to one thread (fuse.c).
  *
  * Ownership: the scope creates and destroys the team; executors borrow it.
  * A NULL team, or a team of one, runs every job inline.
