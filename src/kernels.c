@@ -69,6 +69,33 @@ void eb_kern_outer(int64_t M, int64_t N, const double *a, int64_t sam,
     }
 }
 
+/* Elements of x per block of the batch-vector outer product: rows of 64
+ * doubles (one 512-byte run of C each), 64 KiB of gathered rows at most. */
+#define OUTER_XBLOCK 64
+
+void eb_kern_outer_wvec(int64_t W, int64_t M, int64_t N, const double *a,
+                        int64_t saw, int64_t sam, const double *b,
+                        int64_t sbw, int64_t sbn, double *c, int64_t scm,
+                        int64_t scn)
+{
+    double at[EB_OUTER_WVEC_MAX * OUTER_XBLOCK];
+    double bt[EB_OUTER_WVEC_MAX * OUTER_XBLOCK];
+    for (int64_t x0 = 0; x0 < W; x0 += OUTER_XBLOCK) {
+        int64_t xb = W - x0 < OUTER_XBLOCK ? W - x0 : OUTER_XBLOCK;
+        for (int64_t x = 0; x < xb; x++) {
+            const double *ar = a + (x0 + x) * saw, *br = b + (x0 + x) * sbw;
+            for (int64_t m = 0; m < M; m++)
+                at[m * OUTER_XBLOCK + x] = ar[m * sam];
+            for (int64_t n = 0; n < N; n++)
+                bt[n * OUTER_XBLOCK + x] = br[n * sbn];
+        }
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++)
+                eb_kern_mul(xb, at + m * OUTER_XBLOCK, bt + n * OUTER_XBLOCK,
+                            c + m * scm + n * scn + x0);
+    }
+}
+
 double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
                    int64_t sb)
 {
