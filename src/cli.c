@@ -17,6 +17,7 @@
 #include "load.h"
 #include "runner.h"
 #include "schedule.h"
+#include "steptime.h"
 #include "window.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -52,6 +53,9 @@ static const char usage_text[] =
     "  --callgrind-per-sample       one callgrind dump per sample\n"
     "  --no-fuse                    trace: run every step on its own (no\n"
     "                               blocked groups of steps)\n"
+    "  --time                       plan: also run the path (--threads,\n"
+    "                               --warmup, --samples, --fill) and print\n"
+    "                               each step's median time\n"
     "\n"
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
@@ -63,6 +67,7 @@ typedef struct {
     const char *inputs;
     const char *mode_str;
     int fill_given;
+    int time;                   /* plan --time */
     char **targets;
     int ntargets;
 } cli_opts;
@@ -174,6 +179,10 @@ static int parse_args(int argc, char **argv, cli_opts *c)
             c->run.check = 1;
             continue;
         }
+        if (strcmp(a, "--time") == 0) {
+            c->time = 1;
+            continue;
+        }
         if (strcmp(a, "--no-fuse") == 0) {
             c->run.no_fuse = 1;
             continue;
@@ -271,6 +280,8 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
     int rc = parse_args(argc, argv, &c);
     if (!rc && c.ntargets == 0)
         rc = usage_error("%s: no INSTANCE or DIR given", argv[0]);
+    if (!rc && c.time)
+        rc = usage_error("%s: --time is an option of plan", argv[0]);
     if (!rc && c.run.save_dir && ensure_dir(c.run.save_dir))
         rc = usage_error("--save-output: '%s' is not a folder that can be "
                          "created", c.run.save_dir);
@@ -343,13 +354,42 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
     }
 }
 
+/* The --time columns of step s: median ms, share of the sum, GFLOP/s (of
+ * the whole group at a fused group's turn); "(in N)" for a step that runs
+ * at step N's turn. */
+static void print_step_time(const eb_step_desc *d, int n, int s,
+                            const eb_step_times *tm)
+{
+    if (d[s].fused_at >= 0 && d[s].fused_at != s) {
+        char in[32];
+        snprintf(in, sizeof in, "(in %d)", d[s].fused_at);
+        printf(" %10s", in);
+        return;
+    }
+    double flops = d[s].plan.flops;
+    for (int t = 0; t < n; t++)
+        if (t != s && d[t].fused_at == s)
+            flops += d[t].plan.flops;
+    double ms = tm->median_ms[s];
+    printf(" %10.3f %5.1f%%", ms, 100 * tm->share[s]);
+    if (ms > 0)
+        printf(" %8.2f", flops / ms / 1e6);
+    else
+        printf(" %8s", "-");
+}
+
+/* tm: per-step times (--time), or NULL. */
 static void print_plan(const eb_instance *inst, const eb_path *path,
-                       const eb_step_desc *d, const eb_schedule *sched)
+                       const eb_step_desc *d, const eb_schedule *sched,
+                       const eb_step_times *tm)
 {
     char a[EB_MAX_RANK * 4 + 1], b[EB_MAX_RANK * 4 + 1], o[EB_MAX_RANK * 4 + 1];
-    printf("%-5s %-9s %-18s %-18s %-18s %-10s %8s %8s %8s %8s %12s %12s %12s\n",
+    printf("%-5s %-9s %-18s %-18s %-18s %-10s %8s %8s %8s %8s %12s %12s %12s",
            "step", "pair", "A", "B", "out", "kernel", "B", "M", "N", "K",
            "flops", "out_elems", "permuted");
+    if (tm)
+        printf(" %10s %6s %8s", "ms", "share", "GFLOP/s");
+    putchar('\n');
     int n = path->num_steps ? path->num_steps : 1;
     int64_t moved = 0;
     for (int s = 0; s < n; s++) {
@@ -366,11 +406,14 @@ static void print_plan(const eb_instance *inst, const eb_path *path,
         eb_term_str(inst, p->out_ids, p->out_rank, o, sizeof o);
         moved += moved_elems(p);
         printf("%-5d %-9s %-18s %-18s %-18s %-10s %8lld %8lld %8lld %8lld "
-               "%12.4g %12lld %12lld\n", s, pair, a[0] ? a : "(scalar)",
+               "%12.4g %12lld %12lld", s, pair, a[0] ? a : "(scalar)",
                b[0] ? b : "(scalar)", o[0] ? o : "(scalar)",
                eb_kind_name(p->kind), (long long)p->nbatch, (long long)p->M,
                (long long)p->N, (long long)p->K, p->flops,
                (long long)p->out_elems, (long long)moved_elems(p));
+        if (tm)
+            print_step_time(d, n, s, tm);
+        putchar('\n');
     }
     printf("total: %d steps, log10_flops %.4f (stored %.4f), log2_size %.4f "
            "(stored %.4f), permuted elements per run %lld\n", path->num_steps,
@@ -379,9 +422,33 @@ static void print_plan(const eb_instance *inst, const eb_path *path,
     print_fusion(inst, d, n);
 }
 
-static int plan_one(const eb_instance *inst, const eb_path *path,
-                    const char *source, eb_mode mode, int no_fuse)
+/* plan --time: per-step times of runs made as a measurement would, or NULL
+ * (after printing why) when they cannot be taken. */
+static eb_step_times *time_steps(const eb_instance *inst, const eb_path *path,
+                                 eb_mode mode, const cli_opts *c,
+                                 const eb_fuse_opts *fuse)
 {
+    eb_step_times *tm = calloc(1, sizeof *tm);
+    eb_error err;
+    eb_step_times_opts o = {.mode = mode, .threads = c->run.threads,
+                            .warmups = c->run.warmups,
+                            .samples = c->run.samples, .fill = c->run.fill,
+                            .fuse = fuse};
+    if (!tm) {
+        fprintf(stderr, "einsum-bench: out of memory\n");
+    } else if (eb_step_times_measure(inst, path, &o, tm, &err)) {
+        fprintf(stderr, "einsum-bench: %s: %s/%s: %s\n", inst->file,
+                path->strategy, eb_mode_name(mode), err.msg);
+        free(tm);
+        tm = NULL;
+    }
+    return tm;
+}
+
+static int plan_one(const eb_instance *inst, const eb_path *path,
+                    const char *source, eb_mode mode, const cli_opts *c)
+{
+    int no_fuse = c->run.no_fuse;
     eb_error err;
     eb_schedule *sched;
     if (eb_schedule_build(inst, path, &sched, &err)) {
@@ -397,16 +464,34 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
                        ? eb_trace_describe(inst, path, no_fuse ? NULL : &fuse,
                                            d, &arena, &err)
                        : eb_eager_describe(inst, path, d, &err);
+    eb_step_times *tm = NULL;
+    if (!st && c->time) {
+        tm = time_steps(inst, path, mode, c, no_fuse ? NULL : &fuse);
+        if (!tm)
+            st = EB_ERR_IO;
+    }
     if (!st) {
         printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
                path->strategy, eb_mode_name(mode), source);
         if (mode == EB_MODE_TRACE)
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
-        print_plan(inst, path, d, sched);
-    } else {
+        print_plan(inst, path, d, sched, tm);
+        if (tm) {
+            double sum = 0;
+            for (int s = 0; s < tm->nsteps; s++)
+                sum += tm->median_ms[s];
+            printf("times: medians of %d clocked runs after %d warmups, "
+                   "--threads %d, fill %s: whole run %.3f ms, sum of the "
+                   "steps' medians %.3f ms (not a measurement: `run` gives "
+                   "those)\n", tm->samples, c->run.warmups, c->run.threads,
+                   c->run.fill_str, tm->run_median_ms, sum);
+        }
+    } else if (!tm && !c->time) {
         fprintf(stderr, "einsum-bench: %s\n", err.msg);
     }
+    eb_step_times_free(tm);
+    free(tm);
     free(d);
     eb_schedule_destroy(sched);
     return st ? EXIT_FAIL : 0;
@@ -427,7 +512,7 @@ static int in_strategy_list(const char *list, const char *name)
     }
 }
 
-static int cmd_plan(int argc, char **argv)
+static int cmd_plan(int argc, char **argv, char **full_argv)
 {
     cli_opts c;
     int rc = parse_args(argc, argv, &c);
@@ -437,6 +522,8 @@ static int cmd_plan(int argc, char **argv)
         free(c.targets);
         return rc;
     }
+    if (c.time)
+        apply_threads(c.run.threads, full_argv);
     eb_instance *inst = NULL;
     eb_pathset *ps = NULL;
     eb_error err;
@@ -456,7 +543,7 @@ static int cmd_plan(int argc, char **argv)
             if (!c.run.modes[m])
                 continue;
             int r = plan_one(inst, &ps->paths[k], ps->source, (eb_mode)m,
-                             c.run.no_fuse);
+                             &c);
             if (r > rc)
                 rc = r;
         }
@@ -504,7 +591,7 @@ int eb_cli_main(int argc, char **argv)
     if (strcmp(cmd, "check") == 0)
         return cmd_run(argc - 1, argv + 1, argv, 1);
     if (strcmp(cmd, "plan") == 0)
-        return cmd_plan(argc - 1, argv + 1);
+        return cmd_plan(argc - 1, argv + 1, argv);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "gen") == 0)

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "schedule.h"
 
@@ -21,8 +22,16 @@ typedef struct {
     int *refcount;      /* per label: live operands holding it (+1 output) */
     int *refcount0;     /* refcount before the first step */
     double *result;     /* output of the last run, still held */
+    int64_t *step_ns;   /* step clock (time_steps), or NULL */
     eb_step_desc *descs; /* describe mode: plan only, no data */
 } eager_ctx;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Labels of an operand counted once. */
 static void count_labels(int *refcount, const eb_view *v, int delta)
@@ -96,8 +105,11 @@ static eb_status eager_run(void *vctx, const double **out,
     }
     operand res;
     if (c->path->num_steps == 0) {
+        int64_t t0 = c->step_ns ? now_ns() : 0;
         eb_status st = do_step(c, 0, &c->live[0], NULL, inst->output.ids,
                                inst->output.rank, 1, &res, cnt, err);
+        if (c->step_ns)
+            c->step_ns[0] += now_ns() - t0;
         if (st)
             return st;
         c->result = res.buf;
@@ -120,7 +132,10 @@ static eb_status eager_run(void *vctx, const double **out,
         /* The step's subscripts are "a,b->kept" with kept in the canonical
          * order of the rule, as an eager framework's pairwise einsum call
          * would have them: the output order is not the engine's choice. */
+        int64_t t0 = c->step_ns ? now_ns() : 0;
         eb_status st = do_step(c, s, &a, &b, keep, nkeep, 1, &res, cnt, err);
+        if (c->step_ns)
+            c->step_ns[s] += now_ns() - t0;
         if (st)
             return st;
         eb_pool_put(c->pool, a.buf);
@@ -139,6 +154,12 @@ static eb_status eager_run(void *vctx, const double **out,
     c->result = c->live[0].buf;
     *out = c->result;
     return EB_OK;
+}
+
+static void eager_time_steps(void *vctx, int64_t *ns)
+{
+    eager_ctx *c = vctx;
+    c->step_ns = ns;
 }
 
 static void eager_release(void *vctx)
@@ -189,7 +210,8 @@ eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
     for (int q = 0; q < inst->output.rank; q++)
         c->refcount0[inst->output.ids[q]]++;
     *ex = (eb_executor){.ctx = c, .mode = "eager", .run = eager_run,
-                        .release = eager_release, .destroy = eager_destroy};
+                        .release = eager_release, .destroy = eager_destroy,
+                        .time_steps = eager_time_steps};
     return EB_OK;
 }
 

@@ -28,6 +28,10 @@ typedef struct eb_executor {
                      eb_error *err);
     void (*release)(void *ctx);
     void (*destroy)(void *ctx);
+    /* Step clock, for `plan --time` only (never inside a measurement):
+     * while ns is non-NULL, each run adds the nanoseconds of step s to
+     * ns[s] (a fused group counts at its consumer's step). */
+    void (*time_steps)(void *ctx, int64_t *ns);
     double compile_ms;  /* time spent in create, 0 for eager */
     int64_t static_bytes; /* memory the executor planned ahead (trace arena) */
     int fused_groups;   /* trace: groups of steps run block by block */

@@ -25,6 +25,7 @@ typedef struct {
     eb_fuse_group *groups;  /* run at their consumer's turn */
     eb_fuse_bind *binds;
     int nparts;             /* copies of a group's buffers (team size) */
+    int64_t *step_ns;       /* step clock (time_steps), or NULL */
     double *arena;
     int64_t arena_elems;
     struct eb_team *team;
@@ -453,6 +454,13 @@ done:
     return st;
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static eb_status trace_run(void *vctx, const double **out,
                            eb_exec_counters *cnt, eb_error *err)
 {
@@ -460,12 +468,17 @@ static eb_status trace_run(void *vctx, const double **out,
     program *p = vctx;
     for (int t = 0; t < p->nsteps; t++) {
         const tstep *s = &p->steps[t];
+        if (s->group >= 0 && turn(p, t) != t)
+            continue; /* runs at its group's turn */
+        int64_t t0 = p->step_ns ? now_ns() : 0;
         if (s->group < 0)
             eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp,
                              s->out, p->team, cnt);
-        else if (turn(p, t) == t)
+        else
             eb_fuse_exec(&p->groups[s->group], &p->binds[s->group], p->team,
                          cnt);
+        if (p->step_ns)
+            p->step_ns[t] += now_ns() - t0;
     }
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
@@ -473,21 +486,22 @@ static eb_status trace_run(void *vctx, const double **out,
 
 static void trace_release(void *vctx) { (void)vctx; }
 
+static void trace_time_steps(void *vctx, int64_t *ns)
+{
+    program *p = vctx;
+    p->step_ns = ns;
+}
+
 static void trace_destroy(void *vctx) { program_free(vctx); }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+
 
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, struct eb_team *team,
                           const eb_fuse_opts *fuse, eb_executor *ex,
                           eb_error *err)
 {
-    double t0 = now_ms();
+    int64_t t0 = now_ns();
     program *p;
     eb_status st =
         compile(inst, path, inputs, fuse, eb_team_size(team), &p, err);
@@ -506,7 +520,8 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     bind(p, inputs, inst->num_tensors);
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
-                        .compile_ms = now_ms() - t0,
+                        .time_steps = trace_time_steps,
+                        .compile_ms = (double)(now_ns() - t0) / 1e6,
                         .static_bytes = (int64_t)bytes,
                         .fused_groups = p->ngroups};
     return EB_OK;
