@@ -2,11 +2,12 @@
  * contract: one binary contraction (one path step): classify labels, choose
  * operand and output layouts, pick the cheapest correct kernel, execute.
  *
- * Planning (eb_contract_plan) is pure: it reads two labelled views and the
- * labels the result keeps, and fills an eb_plan without allocating. The
- * plan says which scratch buffers it needs (prep[0], prep[1], tmp) and how
- * large the output is. Execution (eb_contract_exec) only moves data and
- * calls kernels. Eager mode plans at call time; trace mode plans once.
+ * Planning (eb_contract_plan, in contract.c) is pure: it reads two
+ * labelled views and the labels the result keeps, and fills an eb_plan
+ * without allocating. The plan says which scratch buffers it needs
+ * (prep[0], prep[1], tmp) and how large the output is. Execution
+ * (eb_contract_exec, in contract_exec.c) only moves data and calls
+ * kernels. Eager mode plans at call time; trace mode plans once.
  *
  * Label classes of a step (DESIGN 4.1): batch (in both operands and kept),
  * contracted (in both, summed), free-left / free-right (in one operand and

@@ -1,0 +1,378 @@
+/* contract_exec: execution of a planned contraction step (contract.h):
+ * operand preparation, the main kernel per batch element or as one batched
+ * call, the output permutation, and their split over the engine team. */
+#include "contract.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "blas.h"
+#include "team.h"
+
+/* GEMM with general strides mapped onto row-major CBLAS. */
+static void gemm_strided(const eb_plan *p, const double *a, const double *b,
+                         double *c)
+{
+    if (p->scn == 1) {
+        eb_blas_gemm(p->sak != 1, p->sbn != 1, p->M, p->N, p->K, a,
+                     p->sak == 1 ? p->sam : p->sak, b,
+                     p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
+    } else {
+        /* C is column-major: compute C^T[N,M] = B^T A^T. */
+        eb_blas_gemm(p->sbk != 1, p->sam != 1, p->N, p->M, p->K, b,
+                     p->sbk == 1 ? p->sbn : p->sbk, a,
+                     p->sam == 1 ? p->sak : p->sam, c, p->scn);
+    }
+}
+
+static void gemv_strided(const eb_plan *p, const double *a, const double *b,
+                         double *c)
+{
+    if (p->N == 1) {
+        /* y[M] = A[M,K] x[K] */
+        int trans = p->sak != 1;
+        eb_blas_gemv(trans, p->M, p->K, a, trans ? p->sak : p->sam, b, p->sbk,
+                     c, p->scm);
+    } else {
+        /* y[N] = B[K,N]^T x[K] */
+        int trans = p->sbn == 1;
+        eb_blas_gemv(trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a, p->sak,
+                     c, p->scn);
+    }
+}
+
+/* One batch element of the main kernel. */
+static void kernel_one(const eb_plan *p, const double *a, const double *b,
+                       double *c, eb_exec_counters *cnt)
+{
+    switch (p->kind) {
+    case EB_KIND_MUL:
+        *c = *a * *b;
+        break;
+    case EB_KIND_OUTER:
+        eb_kern_outer(p->M, p->N, a, p->sam, b, p->sbn, c, p->scm, p->scn);
+        break;
+    case EB_KIND_DOT:
+        *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        break;
+    case EB_KIND_SMALL_GEMM:
+        eb_kern_small_gemm(p->M, p->N, p->K, a, p->sam, p->sak, b, p->sbk,
+                           p->sbn, c, p->scm, p->scn);
+        break;
+    case EB_KIND_GEMV:
+        gemv_strided(p, a, b, c);
+        cnt->blas_calls++;
+        break;
+    case EB_KIND_GEMM:
+        gemm_strided(p, a, b, c);
+        cnt->blas_calls++;
+        cnt->gemm_calls++;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Offsets of flat index i over the first nd batch dims (row-major). */
+static void batch_offsets(const eb_plan *p, int nd, int64_t i, int64_t *idx,
+                          int64_t *off)
+{
+    off[0] = off[1] = off[2] = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = i % p->bshape[d];
+        i /= p->bshape[d];
+        for (int s = 0; s < 3; s++)
+            off[s] += idx[d] * p->bstride[s][d];
+    }
+}
+
+static void batch_next(const eb_plan *p, int nd, int64_t *idx, int64_t *off)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        for (int s = 0; s < 3; s++)
+            off[s] += p->bstride[s][d];
+        if (++idx[d] < p->bshape[d])
+            return;
+        for (int s = 0; s < 3; s++)
+            off[s] -= p->bstride[s][d] * p->bshape[d];
+        idx[d] = 0;
+    }
+}
+
+/* Elementwise multiply runs its innermost batch dim as one strided row. */
+/*
+ * Does the innermost batch dim run as a vector inside one kernel call?
+ * Elementwise multiplies always; outer products when that dim has unit
+ * stride in C (one outer product per batch element would write each of
+ * its M*N elements on another cache line).
+ */
+static int vec_rows(const eb_plan *p)
+{
+    if (p->nb == 0)
+        return 0;
+    int last = p->nb - 1;
+    return p->kind == EB_KIND_MUL ||
+           (p->kind == EB_KIND_OUTER && p->bstride[2][last] == 1 &&
+            p->M <= EB_OUTER_WVEC_MAX && p->N <= EB_OUTER_WVEC_MAX &&
+            p->bshape[last] >= 8);
+}
+
+/* Elements [x0, x1) of the innermost batch dim of one row, as a vector. */
+static void vec_row(const eb_plan *p, const double *a, const double *b,
+                    double *c, int64_t x0, int64_t x1)
+{
+    int last = p->nb - 1;
+    int64_t sa = p->bstride[0][last], sb = p->bstride[1][last],
+            sc = p->bstride[2][last];
+    if (p->kind == EB_KIND_MUL)
+        eb_kern_mul_strided(x1 - x0, a + x0 * sa, sa, b + x0 * sb, sb,
+                            c + x0 * sc, sc);
+    else
+        eb_kern_outer_wvec(x1 - x0, p->M, p->N, a + x0 * sa, sa, p->sam,
+                           b + x0 * sb, sb, p->sbn, c + x0 * sc, p->scm,
+                           p->scn);
+}
+
+/* Rows [lo, hi) of the batch space. A row is one batch element, or for a
+ * vector kernel (vec_rows) one run of the innermost batch dim. */
+static void run_rows(const eb_plan *p, const double *a, const double *b,
+                     double *c, int64_t lo, int64_t hi, eb_exec_counters *cnt)
+{
+    int vec = vec_rows(p);
+    int nd = vec ? p->nb - 1 : p->nb;
+    int64_t idx[EB_MAX_RANK], off[3];
+    batch_offsets(p, nd, lo, idx, off);
+    for (int64_t i = lo; i < hi; i++) {
+        if (vec)
+            vec_row(p, a + off[0], b + off[1], c + off[2], 0,
+                    p->bshape[p->nb - 1]);
+        else
+            kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
+        batch_next(p, nd, idx, off);
+    }
+}
+
+static int64_t row_count(const eb_plan *p)
+{
+    int64_t n = 1;
+    for (int d = 0; d < (vec_rows(p) ? p->nb - 1 : p->nb); d++)
+        n *= p->bshape[d];
+    return n;
+}
+
+/* Work below this many multiply-adds or elements stays on one thread: a
+ * wake-up of the team costs microseconds. */
+#define PARALLEL_MIN_WORK (1 << 16)
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c;
+    const eb_xform *x;
+    const double *in;
+    double *out;
+} job;
+
+static void rows_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    const eb_plan *p = j->p;
+    int64_t rows = row_count(p);
+    long long lo, hi;
+    if (rows >= nparts || !vec_rows(p)) {
+        eb_team_split(rows, part, nparts, &lo, &hi);
+        run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
+        return;
+    }
+    /* One long vector row: split the row itself. */
+    eb_team_split(p->bshape[p->nb - 1], part, nparts, &lo, &hi);
+    if (lo < hi)
+        vec_row(p, j->a, j->b, j->c, lo, hi);
+}
+
+/* One own GEMM split along its longer side of C, in multiples of 12 (the
+ * kernel's column chunk and a multiple of its 4-row block). */
+static void gemm_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    const eb_plan *p = j->p;
+    int split_m = p->M >= p->N;
+    int64_t len = split_m ? p->M : p->N;
+    long long lo, hi;
+    eb_team_split((len + 11) / 12, part, nparts, &lo, &hi);
+    lo *= 12;
+    hi = hi * 12 < len ? hi * 12 : len;
+    if (lo >= hi)
+        return;
+    if (split_m)
+        eb_kern_small_gemm(hi - lo, p->N, p->K, j->a + lo * p->sam, p->sam,
+                           p->sak, j->b, p->sbk, p->sbn, j->c + lo * p->scm,
+                           p->scm, p->scn);
+    else
+        eb_kern_small_gemm(p->M, hi - lo, p->K, j->a, p->sam, p->sak,
+                           j->b + lo * p->sbn, p->sbk, p->sbn,
+                           j->c + lo * p->scn, p->scm, p->scn);
+}
+
+static void run_batched(const eb_plan *p, const double *a, const double *b,
+                        double *c, eb_team *team, eb_exec_counters *cnt)
+{
+    int64_t rows = row_count(p);
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
+    if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
+        (rows > 1 || vec_rows(p))) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        eb_team_run(team, rows_part, &j);
+        return;
+    }
+    if (p->kind == EB_KIND_SMALL_GEMM && eb_team_size(team) > 1 &&
+        work >= PARALLEL_MIN_WORK) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        eb_team_run(team, gemm_part, &j);
+        return;
+    }
+    run_rows(p, a, b, c, 0, rows, cnt);
+}
+
+static void xform_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    eb_xform sub = *j->x;
+    long long lo, hi;
+    eb_team_split(sub.shape[0], part, nparts, &lo, &hi);
+    int64_t ostride = eb_xform_out_elems(j->x) / sub.shape[0];
+    sub.shape[0] = hi - lo;
+    if (sub.shape[0] > 0)
+        eb_kern_xform(&sub, j->in + lo * sub.in_stride[0],
+                      j->out + lo * ostride);
+}
+
+/* A permutation or reduction, split along its outermost output dim. */
+static void xform(const eb_xform *x, const double *in, double *out,
+                  eb_team *team)
+{
+    int n = eb_team_size(team);
+    if (n > 1 && x->rank >= 1 && x->shape[0] >= n &&
+        eb_xform_out_elems(x) >= PARALLEL_MIN_WORK) {
+        job j = {.x = x, .in = in, .out = out};
+        eb_team_run(team, xform_part, &j);
+        return;
+    }
+    eb_kern_xform(x, in, out);
+}
+
+/* Offsets of the dims of group g (row-major over vshape[g]) in stride
+ * set s: out gets the product of the group's shape entries. */
+static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
+{
+    int64_t len = 1;
+    out[0] = 0;
+    for (int d = 0; d < p->vdims[g]; d++) {
+        int64_t n = p->vshape[g][d], st = p->vstride[g][s][d];
+        for (int64_t e = len - 1; e >= 0; e--)
+            for (int64_t i = n - 1; i >= 0; i--)
+                out[e * n + i] = out[e] + i * st;
+        len *= n;
+    }
+}
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c, *pack;
+    const int64_t *am, *ak, *bk, *bn, *cm, *cn;
+} vec_job;
+
+/*
+ * Part of the vector-batch GEMM: a contiguous share of w (in multiples of
+ * 8), cut into blocks that this part packs into its own slice of the pack
+ * buffer and computes. The buffer holds one block of EB_VEC_WBLOCK; with
+ * n parts each gets a block of EB_VEC_WBLOCK / n (at least 8, so at most 8
+ * parts work), and the team is woken once per step, not once per block.
+ */
+static void vec_part(void *arg, int part, int nparts)
+{
+    const vec_job *j = arg;
+    const eb_plan *p = j->p;
+    int active = nparts < EB_VEC_WBLOCK / 8 ? nparts : EB_VEC_WBLOCK / 8;
+    if (part >= active)
+        return;
+    int64_t sub = EB_VEC_WBLOCK / active / 8 * 8;
+    int64_t mk = p->M * p->K, kn = p->K * p->N;
+    double *pa = j->pack + part * sub * (mk + kn), *pb = pa + sub * mk;
+    long long lo, hi;
+    eb_team_split((p->vw + 7) / 8, part, active, &lo, &hi);
+    lo *= 8;
+    hi = hi * 8 < p->vw ? hi * 8 : p->vw;
+    int64_t rows = 1, idx[EB_MAX_RANK], off[3];
+    for (int d = 0; d < p->nb; d++)
+        rows *= p->bshape[d];
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t w0 = lo; w0 < hi; w0 += sub) {
+            int64_t wb = hi - w0 < sub ? hi - w0 : sub;
+            eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0, j->am, j->ak,
+                             wb, mk, pa);
+            eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0, j->bk, j->bn,
+                             wb, kn, pb);
+            eb_kern_vec_gemm(wb, p->M, p->N, p->K, pa, pb,
+                             j->c + off[2] + w0 * p->vscw, j->cm, j->cn,
+                             p->vscw);
+        }
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
+static void run_vec(const eb_plan *p, const double *a, const double *b,
+                    double *c, double *pack, eb_team *team)
+{
+    int64_t am[EB_VEC_MAX_DIM], cm[EB_VEC_MAX_DIM], bn[EB_VEC_MAX_DIM],
+        cn[EB_VEC_MAX_DIM], ak[EB_VEC_MAX_DIM], bk[EB_VEC_MAX_DIM];
+    vec_offsets(p, 0, 0, am);
+    vec_offsets(p, 0, 1, cm);
+    vec_offsets(p, 1, 0, bn);
+    vec_offsets(p, 1, 1, cn);
+    vec_offsets(p, 2, 0, ak);
+    vec_offsets(p, 2, 1, bk);
+    vec_job j = {.p = p, .a = a, .b = b, .c = c, .pack = pack, .am = am,
+                 .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn};
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)
+        eb_team_run(team, vec_part, &j);
+    else
+        vec_part(&j, 0, 1);
+}
+
+void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
+                      double *prep0, double *prep1, double *tmp, double *out,
+                      eb_team *team, eb_exec_counters *cnt)
+{
+    if (p->kind == EB_KIND_COPY) {
+        xform(&p->xf[0], a, out, team);
+        cnt->permuted_elems += p->out_elems;
+        return;
+    }
+    if (p->prep[0]) {
+        xform(&p->xf[0], a, prep0, team);
+        cnt->permuted_elems += p->prep_elems[0];
+        a = prep0;
+    }
+    if (p->prep[1]) {
+        xform(&p->xf[1], b, prep1, team);
+        cnt->permuted_elems += p->prep_elems[1];
+        b = prep1;
+    }
+    if (p->kind == EB_KIND_VEC_GEMM) {
+        run_vec(p, a, b, out, tmp, team);
+        return;
+    }
+    double *c = p->post ? tmp : out;
+    run_batched(p, a, b, c, team, cnt);
+    if (p->post) {
+        xform(&p->xf_post, tmp, out, team);
+        cnt->permuted_elems += p->out_elems;
+    }
+}
