@@ -5,16 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
+#include "clock.h"
 #include "window.h"
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int64_t minflt_now(void)
 {
@@ -74,16 +67,16 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
             snprintf(sample_labels[k], sizeof sample_labels[k],
                      "%s/sample=%dof%d", o->label, k + 1, n);
     }
-    (void)now_ns();
+    (void)eb_now_ns();
     (void)minflt_now();
     eb_window_begin(label);
     for (int k = 0; k < n; k++) {
         eb_exec_counters c = {0};
         int64_t f0 = minflt_now();
-        int64_t t0 = now_ns();
+        int64_t t0 = eb_now_ns();
         st = ex->run(ex->ctx, &out, &c, err);
         ex->release(ex->ctx);
-        int64_t t1 = now_ns();
+        int64_t t1 = eb_now_ns();
         r->minflt[k] = minflt_now() - f0;
         r->samples_ns[k] = t1 - t0;
         r->per_sample = c;

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "schedule.h"
 
 typedef struct {
@@ -25,13 +25,6 @@ typedef struct {
     int64_t *step_ns;   /* step clock (time_steps), or NULL */
     eb_step_desc *descs; /* describe mode: plan only, no data */
 } eager_ctx;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Labels of an operand counted once. */
 static void count_labels(int *refcount, const eb_view *v, int delta)
@@ -105,11 +98,11 @@ static eb_status eager_run(void *vctx, const double **out,
     }
     operand res;
     if (c->path->num_steps == 0) {
-        int64_t t0 = c->step_ns ? now_ns() : 0;
+        int64_t t0 = c->step_ns ? eb_now_ns() : 0;
         eb_status st = do_step(c, 0, &c->live[0], NULL, inst->output.ids,
                                inst->output.rank, 1, &res, cnt, err);
         if (c->step_ns)
-            c->step_ns[0] += now_ns() - t0;
+            c->step_ns[0] += eb_now_ns() - t0;
         if (st)
             return st;
         c->result = res.buf;
@@ -132,10 +125,10 @@ static eb_status eager_run(void *vctx, const double **out,
         /* The step's subscripts are "a,b->kept" with kept in the canonical
          * order of the rule, as an eager framework's pairwise einsum call
          * would have them: the output order is not the engine's choice. */
-        int64_t t0 = c->step_ns ? now_ns() : 0;
+        int64_t t0 = c->step_ns ? eb_now_ns() : 0;
         eb_status st = do_step(c, s, &a, &b, keep, nkeep, 1, &res, cnt, err);
         if (c->step_ns)
-            c->step_ns[s] += now_ns() - t0;
+            c->step_ns[s] += eb_now_ns() - t0;
         if (st)
             return st;
         eb_pool_put(c->pool, a.buf);

@@ -3,17 +3,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "scope.h"
 #include "stats.h"
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Warmups, then samples runs with the step clock: ns[s * samples + k] is
  * step s of run k, runs[k] the whole run k. */
@@ -34,9 +27,9 @@ static eb_status clocked_runs(const eb_executor *ex, int warmups, int samples,
         eb_exec_counters cnt = {0};
         memset(acc, 0, (size_t)nsteps * sizeof *acc);
         ex->time_steps(ex->ctx, acc);
-        int64_t t0 = now_ns();
+        int64_t t0 = eb_now_ns();
         eb_status st = ex->run(ex->ctx, &out, &cnt, err);
-        runs[k] = now_ns() - t0;
+        runs[k] = eb_now_ns() - t0;
         ex->time_steps(ex->ctx, NULL);
         if (st)
             return st;

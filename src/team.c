@@ -5,7 +5,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "clock.h"
 
 typedef struct {
     struct eb_team *team;
@@ -36,18 +37,25 @@ struct eb_team {
  * OpenBLAS. */
 #define SPIN_NS 50000
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* One pause of a spin bounded by SPIN_NS: call with i = 0, 1, 2, ... and
+ * *t0 = 0 at the start; returns 0 once the spin has lasted SPIN_NS (the
+ * clock is read every 64 pauses). */
+static int spin_on(unsigned i, int64_t *t0)
+{
+    cpu_relax();
+    if ((i & 63) != 63)
+        return 1;
+    int64_t t = eb_now_ns();
+    if (!*t0)
+        *t0 = t;
+    return t - *t0 <= SPIN_NS;
 }
 
 /* Spin until *v != old (or quit) for at most SPIN_NS; 1 if it changed. */
@@ -59,14 +67,8 @@ static int spin_while_equal(const _Atomic unsigned long *v, unsigned long old,
         if (atomic_load_explicit(v, memory_order_acquire) != old ||
             atomic_load_explicit(quit, memory_order_relaxed))
             return 1;
-        cpu_relax();
-        if ((i & 63) == 63) {
-            int64_t t = now_ns();
-            if (!t0)
-                t0 = t;
-            else if (t - t0 > SPIN_NS)
-                return 0;
-        }
+        if (!spin_on(i, &t0))
+            return 0;
     }
 }
 
@@ -166,13 +168,7 @@ void eb_team_run(eb_team *t, eb_team_fn fn, void *arg)
     int64_t t0 = 0;
     for (unsigned i = 0;
          atomic_load_explicit(&t->pending, memory_order_acquire) > 0; i++) {
-        cpu_relax();
-        if ((i & 63) != 63)
-            continue;
-        int64_t now = now_ns();
-        if (!t0) {
-            t0 = now;
-        } else if (now - t0 > SPIN_NS) {
+        if (!spin_on(i, &t0)) {
             pthread_mutex_lock(&t->mu);
             while (atomic_load_explicit(&t->pending, memory_order_acquire) >
                    0)

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "fuse.h"
 #include "schedule.h"
 #include "team.h"
@@ -454,13 +454,6 @@ done:
     return st;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static eb_status trace_run(void *vctx, const double **out,
                            eb_exec_counters *cnt, eb_error *err)
 {
@@ -470,7 +463,7 @@ static eb_status trace_run(void *vctx, const double **out,
         const tstep *s = &p->steps[t];
         if (s->group >= 0 && turn(p, t) != t)
             continue; /* runs at its group's turn */
-        int64_t t0 = p->step_ns ? now_ns() : 0;
+        int64_t t0 = p->step_ns ? eb_now_ns() : 0;
         if (s->group < 0)
             eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp,
                              s->out, p->team, cnt);
@@ -478,7 +471,7 @@ static eb_status trace_run(void *vctx, const double **out,
             eb_fuse_exec(&p->groups[s->group], &p->binds[s->group], p->team,
                          cnt);
         if (p->step_ns)
-            p->step_ns[t] += now_ns() - t0;
+            p->step_ns[t] += eb_now_ns() - t0;
     }
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
@@ -501,7 +494,7 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           const eb_fuse_opts *fuse, eb_executor *ex,
                           eb_error *err)
 {
-    int64_t t0 = now_ns();
+    int64_t t0 = eb_now_ns();
     program *p;
     eb_status st =
         compile(inst, path, inputs, fuse, eb_team_size(team), &p, err);
@@ -521,7 +514,7 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
                         .time_steps = trace_time_steps,
-                        .compile_ms = (double)(now_ns() - t0) / 1e6,
+                        .compile_ms = (double)(eb_now_ns() - t0) / 1e6,
                         .static_bytes = (int64_t)bytes,
                         .fused_groups = p->ngroups};
     return EB_OK;

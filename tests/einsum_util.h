@@ -55,6 +55,39 @@ static inline eb_instance *tu_instance(const char *fs,
     return inst;
 }
 
+/* Elements of the instance's output. */
+static inline int64_t tu_output_elems(const eb_instance *inst)
+{
+    int64_t n = 1;
+    for (int a = 0; a < inst->output.rank; a++)
+        n *= inst->label_size[inst->output.ids[a]];
+    return n;
+}
+
+/* Run an executor twice (the second run reuses pooled or arena buffers):
+ * relative error of the second output against ref (n elements), -3 when a
+ * run failed. cnt_out (may be NULL) gets the last run's counters. */
+static inline double tu_run_twice(const eb_executor *ex, const double *ref,
+                                  int64_t n, eb_exec_counters *cnt_out)
+{
+    double e = -3;
+    eb_exec_counters cnt = {0};
+    eb_error err;
+    for (int r = 0; r < 2; r++) {
+        const double *out;
+        memset(&cnt, 0, sizeof cnt);
+        if (ex->run(ex->ctx, &out, &cnt, &err)) {
+            fprintf(stderr, "run: %s\n", err.msg);
+            return -3;
+        }
+        e = eb_ref_rel_err(out, ref, n);
+        ex->release(ex->ctx);
+    }
+    if (cnt_out)
+        *cnt_out = cnt;
+    return e;
+}
+
 /* Run path in `mode` on seeded random inputs; relative error vs naive. */
 static inline double tu_mode_vs_naive(const eb_instance *inst,
                                       const eb_path *path, uint64_t seed,
@@ -65,9 +98,7 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     eb_error err;
     if (eb_operands_create(inst, &fill, &ops, &err))
         return -1;
-    int64_t n = 1;
-    for (int a = 0; a < inst->output.rank; a++)
-        n *= inst->label_size[inst->output.ids[a]];
+    int64_t n = tu_output_elems(inst);
     double *ref = malloc((size_t)n * sizeof *ref);
     eb_ref_einsum(inst, ops->views, ref, &err);
     eb_pool *pool = eb_pool_create();
@@ -76,21 +107,7 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     eb_fuse_opts fuse = eb_fuse_default_opts();
     if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, &fuse,
                         &ex, &err)) {
-        const double *out;
-        eb_exec_counters cnt = {0};
-        /* Twice: the second run reuses pooled buffers. */
-        for (int r = 0; r < 2; r++) {
-            memset(&cnt, 0, sizeof cnt);
-            if (ex.run(ex.ctx, &out, &cnt, &err)) {
-                fprintf(stderr, "run: %s\n", err.msg);
-                e = -3;
-                break;
-            }
-            e = eb_ref_rel_err(out, ref, n);
-            ex.release(ex.ctx);
-        }
-        if (cnt_out)
-            *cnt_out = cnt;
+        e = tu_run_twice(&ex, ref, n, cnt_out);
         eb_exec_destroy(&ex);
     } else {
         fprintf(stderr, "create: %s\n", err.msg);

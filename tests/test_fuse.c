@@ -55,9 +55,7 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
     eb_error err;
     if (eb_operands_create(inst, &fill, &ops, &err))
         return -1;
-    int64_t n = 1;
-    for (int a = 0; a < inst->output.rank; a++)
-        n *= inst->label_size[inst->output.ids[a]];
+    int64_t n = tu_output_elems(inst);
     double *ref = malloc((size_t)n * sizeof *ref);
     eb_pool *pool = eb_pool_create();
     double e = -2;
@@ -77,16 +75,7 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
     if (!st &&
         !(st = eb_trace_create(inst, path, ops->views, team, opts, &ex,
                                &err))) {
-        for (int r = 0; r < 2; r++) {
-            const double *out;
-            eb_exec_counters cnt = {0};
-            if (ex.run(ex.ctx, &out, &cnt, &err)) {
-                e = -3;
-                break;
-            }
-            e = eb_ref_rel_err(out, ref, n);
-            ex.release(ex.ctx);
-        }
+        e = tu_run_twice(&ex, ref, n, NULL);
         eb_exec_destroy(&ex);
     }
     if (st)
