@@ -464,37 +464,32 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
                        ? eb_trace_describe(inst, path, no_fuse ? NULL : &fuse,
                                            d, &arena, &err)
                        : eb_eager_describe(inst, path, d, &err);
+    if (st)
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
     eb_step_times *tm = NULL;
-    if (!st && c->time) {
-        tm = time_steps(inst, path, mode, c, no_fuse ? NULL : &fuse);
-        if (!tm)
-            st = EB_ERR_IO;
-    }
-    if (!st) {
+    int ok = !st;
+    if (ok && c->time)
+        ok = (tm = time_steps(inst, path, mode, c,
+                              no_fuse ? NULL : &fuse)) != NULL;
+    if (ok) {
         printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
                path->strategy, eb_mode_name(mode), source);
         if (mode == EB_MODE_TRACE)
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
         print_plan(inst, path, d, sched, tm);
-        if (tm) {
-            double sum = 0;
-            for (int s = 0; s < tm->nsteps; s++)
-                sum += tm->median_ms[s];
+        if (tm)
             printf("times: medians of %d clocked runs after %d warmups, "
                    "--threads %d, fill %s: whole run %.3f ms, sum of the "
                    "steps' medians %.3f ms (not a measurement: `run` gives "
                    "those)\n", tm->samples, c->run.warmups, c->run.threads,
-                   c->run.fill_str, tm->run_median_ms, sum);
-        }
-    } else if (!tm && !c->time) {
-        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+                   c->run.fill_str, tm->run_median_ms, tm->sum_ms);
     }
     eb_step_times_free(tm);
     free(tm);
     free(d);
     eb_schedule_destroy(sched);
-    return st ? EXIT_FAIL : 0;
+    return ok ? 0 : EXIT_FAIL;
 }
 
 /* Is `name` one of the comma-separated names in `list` (exact match)? */

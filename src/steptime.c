@@ -59,6 +59,7 @@ static eb_status summarize(const int64_t *ns, const int64_t *runs,
     }
     for (int t = 0; t < nsteps; t++)
         out->share[t] = sum > 0 ? out->median_ms[t] / sum : 0;
+    out->sum_ms = sum;
     eb_stats_compute(runs, samples, scratch, &s);
     out->run_median_ms = s.median_ns / 1e6;
     return EB_OK;

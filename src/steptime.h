@@ -28,7 +28,8 @@ typedef struct {
 typedef struct {
     int nsteps;
     double *median_ms;   /* per step: median over the runs (sorted[n/2]) */
-    double *share;       /* per step: median_ms / sum of median_ms */
+    double *share;       /* per step: median_ms / sum_ms */
+    double sum_ms;       /* sum of the steps' median_ms */
     double run_median_ms; /* whole runs, same convention */
     int samples;
 } eb_step_times;
