@@ -8,7 +8,8 @@
  * eb_team_run splits a job into n parts: part 0 runs on the caller, part k
  * on worker k; it returns when all parts are done. Jobs never allocate.
  * BLAS calls stay on the caller's thread (OpenBLAS threads them itself),
- * except in a job that first sets OpenBLAS to one thread (fuse.c).
+ * except in a job that first sets OpenBLAS to one thread (fuse.c, and
+ * contract_exec.c for mid-sized GEMMs).
  *
  * Ownership: the scope creates and destroys the team; executors borrow it.
  * A NULL team, or a team of one, runs every job inline.

@@ -85,6 +85,14 @@ static const case_t cases[] = {
     {"bk,bk->b", "b=9000,k=9", EB_KIND_DOT, 0},
     {"ij->ji", "i=400,j=300", EB_KIND_COPY, 0},
     {"ijk->ki", "i=60,j=50,k=40", EB_KIND_COPY, 0},
+    /* BLAS GEMMs that two engine threads split between them: along M or
+     * N (whichever is longer, lengths not multiples of 8), C row- or
+     * column-major, operands stored transposed. */
+    {"ij,jk->ik", "i=70,j=40,k=33", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=20,j=40,k=150", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=45,j=40,k=101", EB_KIND_GEMM, 0},
+    {"ji,kj->ik", "i=50,j=40,k=41", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=9,j=40,k=200", EB_KIND_GEMM, 0},
     /* A short K goes to the own kernel, batched or not: row-major C,
      * column-major C (computed transposed), B without unit column stride
      * (copied in panels), and C strided both ways (a stack tile). */
