@@ -24,15 +24,15 @@
  * recorded, never changed here.
  *
  * Buffers hold zeros, like the tool's default `--fill zeros`: written element
- * by element into aligned_alloc memory (which the compiler cannot fold into
- * calloc), so every page is faulted in; "prefault_minflt" in the output is
+ * by element into memory from the engine's own allocator, src/mem.c (which
+ * the compiler cannot fold into calloc), so every page is faulted in; "prefault_minflt" in the output is
  * the minor faults taken by allocation and fill, as evidence. Zeros matter
  * under Valgrind, whose FMA emulation is much slower on nonzero operands
  * (the instruction counts are the same either way).
  *
  * Build (scripts/bench does it, into build/bench/refs), with the project's
  * optimisation flags and no -march, so the C loop is what -O2 makes of it:
- *   cc -std=c11 -O2 -g bench/refs.c -o build/bench/refs \
+ *   cc -std=c11 -O2 -g -Isrc bench/refs.c src/mem.c -o build/bench/refs \
  *      $(pkg-config --cflags --libs openblas)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +45,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <valgrind/callgrind.h>
+
+#include "mem.h"
 
 enum { REF_DGEMM, REF_BATCHED, REF_MUL };
 
@@ -126,11 +128,12 @@ static void sizes(const ref *r, size_t n[3], double *flops)
     }
 }
 
-/* 64-byte aligned and written element by element: every page is faulted. */
+/* Allocated as the engine allocates (src/mem.c: 64-byte aligned, huge-page
+ * advice from 4 MiB), so that a ratio measures the engine, not how its
+ * memory was mapped; written element by element: every page is faulted. */
 static double *alloc_filled(size_t n)
 {
-    size_t bytes = (n * sizeof(double) + 63) / 64 * 64;
-    double *p = aligned_alloc(64, bytes);
+    double *p = eb_mem_alloc(n * sizeof(double));
     if (p)
         for (size_t i = 0; i < n; i++)
             p[i] = 0.0;
@@ -312,9 +315,9 @@ int main(int argc, char **argv)
     CALLGRIND_STOP_INSTRUMENTATION;
 
     report(&r, label, ns, flt, scratch, flops, prefault);
-    free(r.a);
-    free(r.b);
-    free(r.c);
+    eb_mem_free(r.a);
+    eb_mem_free(r.b);
+    eb_mem_free(r.c);
     free(ns);
     free(flt);
     free(scratch);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "npy.h"
 
 static uint64_t mix64(uint64_t z)
@@ -54,7 +55,7 @@ void eb_operands_destroy(eb_operands *ops)
     if (!ops)
         return;
     for (int k = 0; ops->bufs && k < ops->count; k++)
-        free(ops->bufs[k]);
+        eb_mem_free(ops->bufs[k]);
     free(ops->bufs);
     free(ops->views);
     free(ops);
@@ -100,7 +101,7 @@ eb_status eb_operands_create(const eb_instance *inst, const eb_fill *fill,
         int64_t elems = eb_instance_operand_elems(inst, k);
         void *buf = NULL;
         if ((uint64_t)elems > SIZE_MAX / sizeof(double) ||
-            posix_memalign(&buf, 64, (size_t)elems * sizeof(double)) != 0) {
+            !(buf = eb_mem_alloc((size_t)elems * sizeof(double)))) {
             eb_operands_destroy(ops);
             return eb_error_set(err, EB_ERR_NOMEM,
                                 "%s: out of memory for operand %d (%" PRId64

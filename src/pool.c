@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
+
 typedef struct {
     double *buf;
     int64_t cap; /* elements */
@@ -27,7 +29,7 @@ void eb_pool_destroy(eb_pool *pool)
     if (!pool)
         return;
     for (int k = 0; k < pool->n; k++)
-        free(pool->e[k].buf);
+        eb_mem_free(pool->e[k].buf);
     free(pool->e);
     free(pool);
 }
@@ -57,8 +59,8 @@ double *eb_pool_get(eb_pool *pool, int64_t elems)
     int64_t cap = (elems + 511) & ~(int64_t)511;
     if ((uint64_t)cap > SIZE_MAX / sizeof(double))
         return NULL;
-    void *buf = NULL;
-    if (posix_memalign(&buf, 64, (size_t)cap * sizeof(double)) != 0)
+    void *buf = eb_mem_alloc((size_t)cap * sizeof(double));
+    if (!buf)
         return NULL;
     /* Touch every page now, outside the samples that will reuse it. */
     memset(buf, 0, (size_t)cap * sizeof(double));

@@ -190,6 +190,22 @@ static void read_env(eb_sysinfo *si)
     }
 }
 
+/* "always [madvise] never": the bracketed word is the mode. */
+static void read_thp(eb_sysinfo *si)
+{
+    snprintf(si->thp, sizeof si->thp, "unknown");
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return;
+    char line[128];
+    if (fgets(line, sizeof line, f)) {
+        char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
+        if (l && r && r - l - 1 > 0 && (size_t)(r - l - 1) < sizeof si->thp)
+            copy_clean(si->thp, sizeof si->thp, l + 1, (size_t)(r - l - 1));
+    }
+    fclose(f);
+}
+
 static void read_host(eb_sysinfo *si)
 {
     char host[EB_SYSINFO_STR] = "";
@@ -226,6 +242,7 @@ void eb_sysinfo_collect(eb_sysinfo *si)
     __builtin_cpu_init();
     si->avx2 = __builtin_cpu_supports("avx2") != 0;
 #endif
+    read_thp(si);
     read_env(si);
 }
 
@@ -251,6 +268,7 @@ void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w)
     eb_jw_str(w, "git_commit", si->git_commit);
     eb_jw_str(w, "date", si->date);
     eb_jw_bool(w, "avx2", si->avx2);
+    eb_jw_str(w, "thp", si->thp);
     eb_jw_obj_begin(w, "env");
     for (int k = 0; k < si->num_env && k < EB_SYSINFO_ENVS; k++)
         eb_jw_str(w, si->env[k].name,
@@ -274,6 +292,7 @@ void eb_sysinfo_print(const eb_sysinfo *si, FILE *f)
     fprintf(f, "git_commit: %s\n", si->git_commit);
     fprintf(f, "date: %s\n", si->date);
     fprintf(f, "avx2: %s\n", si->avx2 ? "yes" : "no");
+    fprintf(f, "thp: %s\n", si->thp);
     for (int k = 0; k < si->num_env && k < EB_SYSINFO_ENVS; k++)
         fprintf(f, "env.%s: %s\n", si->env[k].name,
                 !si->env[k].is_set     ? "(unset)"

@@ -28,6 +28,8 @@ typedef struct {
     char git_commit[64];                /* EB_GIT_COMMIT */
     char date[64];                      /* ISO 8601 UTC at collection */
     int avx2;                           /* CPU has AVX2 (engine kernels) */
+    char thp[32];                       /* transparent huge pages: the
+                                           kernel's mode (mem.h) */
     /* Thread- and BLAS-related environment variables, in a fixed list
      * (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, OPENBLAS_NUM_THREADS,
      * OMP_NUM_THREADS, GOTO_NUM_THREADS, MKL_NUM_THREADS, ...): name and

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "fuse.h"
+#include "mem.h"
 #include "schedule.h"
 #include "team.h"
 
@@ -398,7 +399,7 @@ static void program_free(program *p)
     free(p->steps);
     free(p->groups);
     free(p->binds);
-    free(p->arena);
+    eb_mem_free(p->arena);
     free(p);
 }
 
@@ -500,9 +501,9 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
         compile(inst, path, inputs, fuse, eb_team_size(team), &p, err);
     if (st)
         return st;
-    void *arena = NULL;
     size_t bytes = (size_t)(p->arena_elems ? p->arena_elems : 1) * sizeof(double);
-    if (posix_memalign(&arena, 64, bytes) != 0) {
+    void *arena = eb_mem_alloc(bytes);
+    if (!arena) {
         program_free(p);
         return eb_error_set(err, EB_ERR_NOMEM,
                             "out of memory for a %zu-byte trace arena", bytes);

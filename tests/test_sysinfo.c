@@ -75,6 +75,22 @@ static void test_fields(const eb_sysinfo *si)
         EB_CHECK(strstr(si->cpu_flags, "avx2") != NULL,
                  "avx2 reported but not in flags");
     EB_CHECK(si->num_env == 14, "num_env = %d", si->num_env);
+    const char *modes[] = {"always", "madvise", "never", "unknown"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        known |= strcmp(si->thp, modes[k]) == 0;
+    EB_CHECK(known, "thp = %s", si->thp);
+    /* The mode is the bracketed word of the kernel's file. */
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        char line[128] = "", want[40];
+        if (fgets(line, sizeof line, f)) {
+            snprintf(want, sizeof want, "[%s]", si->thp);
+            EB_CHECK(strstr(line, want) != NULL, "thp %s, file says %s",
+                     si->thp, line);
+        }
+        fclose(f);
+    }
 }
 
 static void test_env(const eb_sysinfo *si)
@@ -115,6 +131,7 @@ static void test_json(const eb_sysinfo *si)
         "\"blas_config\":\"", "\"OPENBLAS_CORETYPE\":\"Haswell-test\"",
         "\"OMP_PLACES\":null", "\"OMP_DYNAMIC\":\"\"", "\"avx2\":",
         "\"env\":{", "\"blas_parallel\":\"", "\"online_cpus\":",
+        "\"thp\":\"",
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
         EB_CHECK(strstr(t, want[k]) != NULL, "JSON lacks %s", want[k]);
@@ -131,6 +148,7 @@ static void test_print(const eb_sysinfo *si)
     EB_CHECK(strncmp(buf, "cpu_model: ", 11) == 0, "starts %.20s", buf);
     EB_CHECK(strstr(buf, "\nenv.OPENBLAS_CORETYPE: Haswell-test\n") != NULL,
              "no env line:\n%s", buf);
+    EB_CHECK(strstr(buf, "\nthp: ") != NULL, "no thp line:\n%s", buf);
     EB_CHECK(strstr(buf, "\nenv.OMP_PLACES: (unset)\n") != NULL,
              "no unset line:\n%s", buf);
     int lines = 0, bad = 0;
@@ -140,7 +158,7 @@ static void test_print(const eb_sysinfo *si)
             bad++;
         p = end ? end + 1 : p + strlen(p);
     }
-    EB_CHECK(lines == 14 + 14 && bad == 0, "%d lines, %d not key: value",
+    EB_CHECK(lines == 15 + 14 && bad == 0, "%d lines, %d not key: value",
              lines, bad);
     free(buf);
 }
