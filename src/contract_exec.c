@@ -221,7 +221,7 @@ static void gemm_part(void *arg, int part, int nparts)
  * with a one-thread BLAS call. Below OWN_SPLIT_MAX_WORK multiply-adds this
  * beats OpenBLAS's own threading, whose worker sleeps between calls
  * (plan --time on the lm instance: its 144 x 1100 x 121 steps ran 1.4x to
- * 1.6x faster on two threads under OpenBLAS's threading, 1.7x to 1.8x
+ * 1.6x faster on two threads under OpenBLAS's threading, 1.6x to 1.8x
  * split here). Larger GEMMs keep OpenBLAS's threading, which split the
  * 1728 x 1100 x 144 steps no worse.
  */
