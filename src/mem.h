@@ -18,7 +18,7 @@
 
 enum { EB_MEM_HUGE_MIN_BYTES = 4 << 20 };
 
-/* bytes >= 1; NULL when out of memory. */
+/* A buffer of at least bytes (0 counts as 1); NULL when out of memory. */
 void *eb_mem_alloc(size_t bytes);
 void eb_mem_free(void *buf);
 
