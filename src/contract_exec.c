@@ -191,18 +191,29 @@ static void rows_part(void *arg, int part, int nparts)
         vec_row(p, j->a, j->b, j->c, lo, hi);
 }
 
+/* Part `part` of nparts of C's longer side, cut in multiples of unit:
+ * rows [*lo, *hi) of C when the result is 1 (M is the longer side),
+ * columns when 0; *lo >= *hi when the part is empty. */
+static int longer_side_part(const eb_plan *p, int64_t unit, int part,
+                            int nparts, int64_t *lo, int64_t *hi)
+{
+    int split_m = p->M >= p->N;
+    int64_t len = split_m ? p->M : p->N;
+    long long l, h;
+    eb_team_split((len + unit - 1) / unit, part, nparts, &l, &h);
+    *lo = l * unit;
+    *hi = h * unit < len ? h * unit : len;
+    return split_m;
+}
+
 /* One own GEMM split along its longer side of C, in multiples of 12 (the
  * kernel's column chunk and a multiple of its 4-row block). */
 static void gemm_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
     const eb_plan *p = j->p;
-    int split_m = p->M >= p->N;
-    int64_t len = split_m ? p->M : p->N;
-    long long lo, hi;
-    eb_team_split((len + 11) / 12, part, nparts, &lo, &hi);
-    lo *= 12;
-    hi = hi * 12 < len ? hi * 12 : len;
+    int64_t lo, hi;
+    int split_m = longer_side_part(p, 12, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
     if (split_m)
@@ -231,12 +242,8 @@ static void blas_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
     const eb_plan *p = j->p;
-    int split_m = p->M >= p->N;
-    int64_t len = split_m ? p->M : p->N;
-    long long lo, hi;
-    eb_team_split((len + 7) / 8, part, nparts, &lo, &hi);
-    lo *= 8;
-    hi = hi * 8 < len ? hi * 8 : len;
+    int64_t lo, hi;
+    int split_m = longer_side_part(p, 8, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
     if (split_m)
@@ -257,8 +264,11 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
     eb_blas_set_threads(blas);
     /* One call per part that had columns or rows to compute. */
     int n = eb_team_size(team);
-    int64_t len = p->M >= p->N ? p->M : p->N, chunks = (len + 7) / 8;
-    int64_t calls = chunks < n ? chunks : n;
+    int64_t calls = 0, lo, hi;
+    for (int k = 0; k < n; k++) {
+        longer_side_part(p, 8, k, n, &lo, &hi);
+        calls += lo < hi;
+    }
     cnt->blas_calls += calls;
     cnt->gemm_calls += calls;
 }
