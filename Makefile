@@ -89,8 +89,15 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libeb.a | deps
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(EB_CFLAGS) -Isrc -MMD -MP -o $@ $< $(BUILD)/libeb.a $(EB_LDLIBS)
 
+# The default selection: the mission's four workloads (elementwise, matmul,
+# batched matmul, the public lm networks). `make suite` runs all of them.
+RUN_INSTANCES := $(addprefix instances/,$(addsuffix .json,\
+    bin_elementwise_mul_2048x2048 bin_matmul_1024 \
+    bin_batched_matmul_b32_m128_n128_k128 lm_batch_likelihood_sentence_3_12d \
+    lm_batch_likelihood_sentence_4_4d lm_batch_likelihood_brackets_4_4d))
+
 run: $(BIN)
-	./$(BIN) run --mode both instances/
+	./$(BIN) run --mode both $(RUN_INSTANCES)
 
 # The Python peers' tests need Debian's python3-numpy and python3-torch.
 test: $(BIN) $(TEST_BINS) | deps-python

@@ -191,7 +191,7 @@ static void test_default_choice(void)
     eb_instance *inst;
     eb_pathset *ps;
     eb_error err;
-    if (eb_load_instance("instances/lm_batch_likelihood_sentence_3_12d.json",
+    if (eb_load_instance("instances/gen_lm_sentence_3_12d.json",
                          &inst, &err) ||
         eb_load_find_paths(inst, NULL, &ps, &err)) {
         EB_CHECK(0, "shipped lm instance loads: %s", err.msg);

@@ -3,8 +3,8 @@
  * Structure counts for depths 1..4 (and the largest depth), label
  * uniqueness and sizes, parameter validation, default names, the JSON
  * round trip through the loader, the three public lm instances (against
- * ../shared/reference-instances when present, else against the stored
- * canonical format strings below), and the shipped instances/ files.
+ * instances/, and against the stored canonical format strings below), and
+ * the generated gen_lm_* files shipped in instances/.
  * Run from the repository root (tests/run-all does). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 #include "load.h"
 #include "utf8.h"
 
-#define REFDIR "../shared/reference-instances/"
+#define REFDIR "instances/"
 
 /* The public instances' format strings with labels renamed in order of
  * first appearance to a..z, A..Z, U+00C0...: the structure the generator
@@ -329,11 +329,12 @@ static void test_shipped(void)
 {
     static const struct { const char *file; eb_lm_params p; const char *name; }
         shipped[] = {
-            {"instances/lm_batch_likelihood_sentence_3_12d.json",
-             {2, 12, 11, 1100}, NULL},
-            {"instances/lm_batch_likelihood_sentence_4_4d.json",
-             {3, 4, 11, 1900}, NULL},
-            {"instances/lm_tiny_2_3d.json", {1, 3, 5, 8}, "lm_tiny_2_3d"},
+            {"instances/gen_lm_sentence_3_12d.json",
+             {2, 12, 11, 1100}, "gen_lm_sentence_3_12d"},
+            {"instances/gen_lm_sentence_4_4d.json",
+             {3, 4, 11, 1900}, "gen_lm_sentence_4_4d"},
+            {"instances/gen_lm_tiny_2_3d.json", {1, 3, 5, 8},
+             "gen_lm_tiny_2_3d"},
         };
     for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
         eb_instance *file = NULL, *gen = build_instance(&shipped[i].p,

@@ -1,10 +1,9 @@
 /* test_load: instance and path-file loading (src/load.c) and the validation
  * rules of src/instance.c (DESIGN 3.1-3.3).
  *
- * Run from the repository root (tests/run-all does). The 19 reference
- * instances are read from ../shared/reference-instances, or from
- * $EB_REFERENCE_INSTANCES; when the folder is absent that part is skipped
- * with a note. Every other fixture is written to a mkdtemp folder that is
+ * Run from the repository root (tests/run-all does). The 19 public
+ * instances are read from instances/ (where the project ships them), or
+ * from $EB_REFERENCE_INSTANCES. Every other fixture is written to a mkdtemp folder that is
  * removed at the end. */
 #include <ftw.h>
 #include <stdint.h>
@@ -288,7 +287,7 @@ static void test_reference_instances(void)
 {
     const char *dir = getenv("EB_REFERENCE_INSTANCES");
     if (!dir)
-        dir = "../shared/reference-instances";
+        dir = "instances";
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         printf("note: %s absent; reference instances not tested\n", dir);

@@ -58,7 +58,7 @@ int posix_memalign(void **p, size_t align, size_t n)
 }
 #endif
 
-static const char *ref_dir = "../shared/reference-instances";
+static const char *ref_dir = "instances";
 
 static eb_instance *load_ref(const char *name, eb_pathset **ps)
 {

@@ -24,7 +24,7 @@
 #include "pathfind.h"
 #include "schedule.h"
 
-#define REFDIR "../shared/reference-instances"
+#define REFDIR "instances"
 #define SENTENCE_3_BOUND 9.2389 /* 10% above the stored opt_flops path */
 
 /* Build an instance from a format string and a size per distinct label
@@ -254,7 +254,9 @@ static int list_refs(char names[][256], int cap)
     struct dirent *e;
     while ((e = readdir(d)) && n < cap) {
         size_t len = strlen(e->d_name);
-        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0)
+        /* gen_*: the project's own generated instances, not public ones. */
+        if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 &&
+            strncmp(e->d_name, "gen_", 4) != 0)
             snprintf(names[n++], 256, "%s", e->d_name);
     }
     closedir(d);
@@ -301,9 +303,9 @@ static void test_references(void)
 static void test_shipped(void)
 {
     static const char *const names[] = {
-        "lm_batch_likelihood_sentence_3_12d",
-        "lm_batch_likelihood_sentence_4_4d",
-        "lm_tiny_2_3d",
+        "gen_lm_sentence_3_12d",
+        "gen_lm_sentence_4_4d",
+        "gen_lm_tiny_2_3d",
     };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char ifile[256], pfile[256];
