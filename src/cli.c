@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "clock.h"
+#include "calibrate.h"
 #include "commands.h"
 #include "eager.h"
 #include "trace.h"
 #include "load.h"
+#include "roofline.h"
 #include "runner.h"
 #include "schedule.h"
 #include "steptime.h"
@@ -32,6 +35,8 @@ static const char usage_text[] =
     "  check [options] INSTANCE|DIR ...   verify results only, no timing\n"
     "  plan  [options] INSTANCE           the path step by step\n"
     "  info                               machine, build and BLAS metadata\n"
+    "  calibrate [--threads N] [--calibration FILE]\n"
+    "                                     measure the roofline's F and BW\n"
     "  gen   lm ...                       generate an instance (gen --help)\n"
     "  path  ...                          compute and store a path (path --help)\n"
     "\n"
@@ -56,6 +61,11 @@ static const char usage_text[] =
     "  --time                       plan: also run the path (--threads,\n"
     "                               --warmup, --samples, --fill) and print\n"
     "                               each step's median time\n"
+    "  --calibration FILE           the roofline's F and BW from FILE as given\n"
+    "                               (default: measured once per machine, BLAS\n"
+    "                               and --threads, cached in\n"
+    "                               $EB_CALIBRATION_DIR or\n"
+    "                               ${XDG_CACHE_HOME:-~/.cache}/einsum-bench)\n"
     "\n"
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
@@ -66,6 +76,7 @@ typedef struct {
     const char *json;
     const char *inputs;
     const char *mode_str;
+    const char *calibration;    /* --calibration FILE */
     int fill_given;
     int time;                   /* plan --time */
     char **targets;
@@ -150,6 +161,8 @@ static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
         c->run.save_dir = v;
     else if (is_opt(arg, "--json"))
         c->json = v;
+    else if (is_opt(arg, "--calibration"))
+        c->calibration = v;
     else
         return parse_number_opt(c, arg, v);
     return 0;
@@ -157,7 +170,8 @@ static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
 
 static const char *const value_opts[] = {
     "--mode", "--strategy", "--paths", "--fill", "--inputs", "--save-output",
-    "--json", "--warmup", "--samples", "--threads", "--check-seed", NULL};
+    "--json", "--warmup", "--samples", "--threads", "--check-seed",
+    "--calibration", NULL};
 
 static int parse_args(int argc, char **argv, cli_opts *c)
 {
@@ -274,6 +288,31 @@ static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
     return 0;
 }
 
+/* The roofline's F and BW for run and plan: 0 with *have = 1 when known
+ * (after a note, the run goes on without them otherwise), EXIT_USAGE for
+ * a bad --calibration FILE. */
+static int get_calibration(const cli_opts *c, const eb_sysinfo *sys,
+                           eb_calibration *cal, int *have)
+{
+    eb_calib_opts o = {c->calibration, c->run.threads, 0};
+    eb_error err;
+    *have = eb_calib_get(sys, &o, stderr, cal, &err) == EB_OK;
+    if (*have) {
+        if (strcmp(cal->source, "measured") == 0)
+            fprintf(stderr, "einsum-bench: F %.2f GFLOP/s, BW %.2f GB/s%s%s\n",
+                    cal->rates.gflops, cal->rates.gbs,
+                    cal->file[0] ? ", cached in " : " (not cached)",
+                    cal->file);
+        return 0;
+    }
+    if (c->calibration) {
+        fprintf(stderr, "einsum-bench: --calibration: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    fprintf(stderr, "einsum-bench: note: no roofline figures: %s\n", err.msg);
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
 {
     cli_opts c;
@@ -293,6 +332,13 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
     int reexec = apply_threads(c.run.threads, full_argv);
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
+    eb_calibration cal;
+    int have_cal = 0;
+    if (!verify_only && get_calibration(&c, &sys, &cal, &have_cal)) {
+        free(c.targets);
+        return EXIT_USAGE;
+    }
+    c.run.rates = have_cal ? &cal.rates : NULL;
     eb_reporter reps[2];
     int nreps;
     if (open_reporters(&c, reps, &nreps)) {
@@ -304,7 +350,8 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
     eb_run_info info = {&sys, verify_only ? "check" : "run", c.mode_str,
                         c.run.strategies, c.run.fill_str, c.run.threads,
                         verify_only ? 0 : c.run.warmups,
-                        verify_only ? 0 : c.run.samples, reexec};
+                        verify_only ? 0 : c.run.samples, reexec,
+                        have_cal ? &cal : NULL};
     for (int k = 0; k < nreps; k++)
         reps[k].begin(reps[k].ctx, &info);
     eb_run_summary sum;
@@ -358,7 +405,8 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
  * the whole group at a fused group's turn); "(in N)" for a step that runs
  * at step N's turn. */
 static void print_step_time(const eb_step_desc *d, int n, int s,
-                            const eb_step_times *tm)
+                            const eb_step_times *tm,
+                            const eb_roofline_step *bound)
 {
     if (d[s].fused_at >= 0 && d[s].fused_at != s) {
         char in[32];
@@ -367,28 +415,59 @@ static void print_step_time(const eb_step_desc *d, int n, int s,
         return;
     }
     double flops = d[s].plan.flops;
+    double bound_ms = bound ? bound[s].bound_ms : 0;
     for (int t = 0; t < n; t++)
-        if (t != s && d[t].fused_at == s)
+        if (t != s && d[t].fused_at == s) {
             flops += d[t].plan.flops;
+            bound_ms += bound ? bound[t].bound_ms : 0;
+        }
     double ms = tm->median_ms[s];
     printf(" %10.3f %5.1f%%", ms, 100 * tm->share[s]);
     if (ms > 0)
         printf(" %8.2f", flops / ms / 1e6);
     else
         printf(" %8s", "-");
+    if (bound_ms > 0)
+        printf(" %8.2f", ms / bound_ms);
+    else
+        printf(" %8s", "-");
 }
 
-/* tm: per-step times (--time), or NULL. */
+/* The roofline line under a plan: the sum of the bounds, the rates, and
+ * with --time the whole run over it. */
+static void print_roofline(const eb_schedule *sched,
+                           const eb_roofline_step *bound,
+                           const eb_calibration *cal, const eb_step_times *tm)
+{
+    double sum = 0, flop_ms = 0;
+    int byte_steps = 0;
+    for (int s = 0; s < sched->num_steps; s++) {
+        sum += bound[s].bound_ms;
+        byte_steps += bound[s].byte_bound;
+        flop_ms += bound[s].byte_bound ? 0 : bound[s].bound_ms;
+    }
+    printf("roofline: sum of the step bounds %.4g ms (%d of %d steps "
+           "byte-bound, flop-bound steps %.4g ms); F %.2f GFLOP/s, BW %.2f "
+           "GB/s (%s%s%s)", sum, byte_steps, sched->num_steps, flop_ms,
+           cal->rates.gflops, cal->rates.gbs, cal->source,
+           cal->file[0] ? " " : "", cal->file);
+    if (tm && sum > 0)
+        printf("; whole run / roofline %.2f", tm->run_median_ms / sum);
+    putchar('\n');
+}
+
+/* tm: per-step times (--time), or NULL; bound: per-step roofline bounds,
+ * or NULL without a calibration. */
 static void print_plan(const eb_instance *inst, const eb_path *path,
                        const eb_step_desc *d, const eb_schedule *sched,
-                       const eb_step_times *tm)
+                       const eb_step_times *tm, const eb_roofline_step *bound)
 {
     char a[EB_MAX_RANK * 4 + 1], b[EB_MAX_RANK * 4 + 1], o[EB_MAX_RANK * 4 + 1];
-    printf("%-5s %-9s %-18s %-18s %-18s %-10s %8s %8s %8s %8s %12s %12s %12s",
-           "step", "pair", "A", "B", "out", "kernel", "B", "M", "N", "K",
-           "flops", "out_elems", "permuted");
+    printf("%-5s %-9s %-18s %-18s %-18s %-10s %8s %8s %8s %8s %12s %12s %12s"
+           " %10s %5s", "step", "pair", "A", "B", "out", "kernel", "B", "M",
+           "N", "K", "flops", "out_elems", "permuted", "bound_ms", "bound");
     if (tm)
-        printf(" %10s %6s %8s", "ms", "share", "GFLOP/s");
+        printf(" %10s %6s %8s %8s", "ms", "share", "GFLOP/s", "x_bound");
     putchar('\n');
     int n = path->num_steps ? path->num_steps : 1;
     int64_t moved = 0;
@@ -411,8 +490,13 @@ static void print_plan(const eb_instance *inst, const eb_path *path,
                eb_kind_name(p->kind), (long long)p->nbatch, (long long)p->M,
                (long long)p->N, (long long)p->K, p->flops,
                (long long)p->out_elems, (long long)moved_elems(p));
+        if (bound && s < sched->num_steps)
+            printf(" %10.4g %5s", bound[s].bound_ms,
+                   bound[s].byte_bound ? "bytes" : "flops");
+        else
+            printf(" %10s %5s", "-", "-");
         if (tm)
-            print_step_time(d, n, s, tm);
+            print_step_time(d, n, s, tm, bound);
         putchar('\n');
     }
     printf("total: %d steps, log10_flops %.4f (stored %.4f), log2_size %.4f "
@@ -446,7 +530,8 @@ static eb_step_times *time_steps(const eb_instance *inst, const eb_path *path,
 }
 
 static int plan_one(const eb_instance *inst, const eb_path *path,
-                    const char *source, eb_mode mode, const cli_opts *c)
+                    const char *source, eb_mode mode, const cli_opts *c,
+                    const eb_calibration *cal)
 {
     int no_fuse = c->run.no_fuse;
     eb_error err;
@@ -457,6 +542,9 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     }
     int n = path->num_steps ? path->num_steps : 1;
     eb_step_desc *d = malloc((size_t)n * sizeof *d);
+    eb_roofline_step *bound = cal ? calloc((size_t)n, sizeof *bound) : NULL;
+    if (bound)
+        eb_roofline_path(inst, sched, &cal->rates, bound);
     int64_t arena = 0;
     eb_fuse_opts fuse = eb_fuse_default_opts();
     eb_status st = !d ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
@@ -477,7 +565,9 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
         if (mode == EB_MODE_TRACE)
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
-        print_plan(inst, path, d, sched, tm);
+        print_plan(inst, path, d, sched, tm, bound);
+        if (bound)
+            print_roofline(sched, bound, cal, tm);
         if (tm)
             printf("times: medians of %d clocked runs after %d warmups, "
                    "--threads %d, fill %s: whole run %.3f ms, sum of the "
@@ -487,6 +577,7 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     }
     eb_step_times_free(tm);
     free(tm);
+    free(bound);
     free(d);
     eb_schedule_destroy(sched);
     return ok ? 0 : EXIT_FAIL;
@@ -517,8 +608,16 @@ static int cmd_plan(int argc, char **argv, char **full_argv)
         free(c.targets);
         return rc;
     }
-    if (c.time)
-        apply_threads(c.run.threads, full_argv);
+    /* The pool matters for --time, and for F when calibration measures. */
+    apply_threads(c.run.threads, full_argv);
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    eb_calibration cal;
+    int have_cal = 0;
+    if (get_calibration(&c, &sys, &cal, &have_cal)) {
+        free(c.targets);
+        return EXIT_USAGE;
+    }
     eb_instance *inst = NULL;
     eb_pathset *ps = NULL;
     eb_error err;
@@ -538,7 +637,7 @@ static int cmd_plan(int argc, char **argv, char **full_argv)
             if (!c.run.modes[m])
                 continue;
             int r = plan_one(inst, &ps->paths[k], ps->source, (eb_mode)m,
-                             &c);
+                             &c, have_cal ? &cal : NULL);
             if (r > rc)
                 rc = r;
         }
@@ -552,6 +651,38 @@ static int cmd_plan(int argc, char **argv, char **full_argv)
     eb_instance_destroy(inst);
     free(c.targets);
     return rc;
+}
+
+/* calibrate: measure F and BW now and write them to the cache (or to
+ * --calibration FILE). */
+static int cmd_calibrate(int argc, char **argv, char **full_argv)
+{
+    cli_opts c;
+    int rc = parse_args(argc, argv, &c);
+    if (!rc && c.ntargets)
+        rc = usage_error("calibrate: unexpected argument '%s'", c.targets[0]);
+    free(c.targets);
+    if (rc)
+        return rc;
+    apply_threads(c.run.threads, full_argv);
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    eb_calib_opts o = {c.calibration, c.run.threads, 1};
+    eb_calibration cal;
+    eb_error err;
+    int64_t t0 = eb_now_ns();
+    if (eb_calib_get(&sys, &o, stderr, &cal, &err)) {
+        fprintf(stderr, "einsum-bench: calibrate: %s\n", err.msg);
+        return EXIT_FAIL;
+    }
+    printf("F   %8.2f GFLOP/s  cblas_dgemm 1024^3, best of 3 (OpenBLAS %s, "
+           "%d thread%s)\n", cal.rates.gflops, sys.blas_core,
+           cal.threads, cal.threads == 1 ? "" : "s");
+    printf("BW  %8.2f GB/s     c[i] = a[i] * b[i] over 3 x 32 MiB, bytes "
+           "read + written, best of 5\n", cal.rates.gbs);
+    printf("%s%s (%.0f ms)\n", cal.file[0] ? "cached in " : "not cached",
+           cal.file, (double)(eb_now_ns() - t0) / 1e6);
+    return 0;
 }
 
 static int cmd_info(int argc, char **argv)
@@ -589,6 +720,8 @@ int eb_cli_main(int argc, char **argv)
         return cmd_plan(argc - 1, argv + 1, argv);
     if (strcmp(cmd, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "calibrate") == 0)
+        return cmd_calibrate(argc - 1, argv + 1, argv);
     if (strcmp(cmd, "gen") == 0)
         return eb_cmd_gen(argc - 1, argv + 1);
     if (strcmp(cmd, "path") == 0)

@@ -185,6 +185,7 @@ static int jsonl_begin(void *vctx, const eb_run_info *i)
     eb_jw_bool(j->w, "reexec", i->reexec);
     if (i->sys)
         eb_sysinfo_json(i->sys, j->w);
+    eb_calib_json(i->calibration, j->w, "calibration");
     eb_jw_obj_end(j->w);
     return eb_jw_write_line(j->w, j->f);
 }
@@ -264,6 +265,31 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
     }
 }
 
+/* median / roofline, or NaN when either is missing. */
+static double roofline_ratio(const eb_record *r)
+{
+    if (!r->has_stats || !r->has_roofline || !(r->roofline_ms > 0))
+        return NAN;
+    return r->stats.median_ns / 1e6 / r->roofline_ms;
+}
+
+static void num_or_null(eb_jw *w, const char *key, int has, double v)
+{
+    if (has && isfinite(v))
+        eb_jw_num(w, key, v);
+    else
+        eb_jw_null(w, key);
+}
+
+static void jsonl_roofline(eb_jw *w, const eb_record *r)
+{
+    int h = r->has_roofline;
+    num_or_null(w, "roofline_ms", h, r->roofline_ms);
+    num_or_null(w, "roofline_gflops", h, r->roofline_gflops);
+    num_or_null(w, "roofline_gbs", h, r->roofline_gbs);
+    num_or_null(w, "roofline_ratio", h, roofline_ratio(r));
+}
+
 static int jsonl_measurement(void *vctx, const eb_record *r)
 {
     jsonl_ctx *j = vctx;
@@ -288,6 +314,7 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
     eb_jw_int(w, "samples", r->samples);
     jsonl_stats(w, r);
     jsonl_costs(w, r);
+    jsonl_roofline(w, r);
     if (r->has_check) {
         eb_jw_obj_begin(w, "check");
         eb_jw_num(w, "max_rel_err", r->max_rel_err);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "calibrate.h"
 #include "stats.h"
 #include "status.h"
 #include "sysinfo.h"
@@ -26,6 +27,7 @@ typedef struct {
     int threads;                /* requested budget */
     int warmups, samples;
     int reexec;                 /* 1 if the process re-executed itself */
+    const eb_calibration *calibration; /* the roofline's F and BW, or NULL */
 } eb_run_info;
 
 typedef struct {
@@ -51,6 +53,9 @@ typedef struct {
     int64_t peak_bytes;         /* inputs + pool/arena at the end */
     int64_t gemm_calls, blas_calls, permuted_elems; /* per sample */
     int fused_groups;           /* trace: groups run block by block */
+    int has_roofline;           /* the roofline fields are set */
+    double roofline_ms;         /* sum of the step bounds (roofline.h) */
+    double roofline_gflops, roofline_gbs; /* the F and BW used */
     int has_check;
     double max_rel_err;
     const char *check_ref;      /* what the check compared against */

@@ -116,6 +116,12 @@ static void base_record(const eb_instance *inst, const eb_pathset *ps,
     rec->stored_log10_flops = path->log10_flops;
     rec->stored_log2_size = path->log2_size;
     rec->max_rel_err = NAN;
+    if (o->rates) {
+        rec->has_roofline = 1;
+        rec->roofline_ms = eb_roofline_path(inst, sched, o->rates, NULL);
+        rec->roofline_gflops = o->rates->gflops;
+        rec->roofline_gbs = o->rates->gbs;
+    }
 }
 
 static eb_status save_output(const eb_instance *inst, const char *dir,

@@ -12,6 +12,7 @@
 #include "exec.h"
 #include "operands.h"
 #include "report.h"
+#include "roofline.h"
 #include "sysinfo.h"
 
 typedef struct {
@@ -27,6 +28,7 @@ typedef struct {
     uint64_t check_seed;
     int per_sample_dumps;
     int no_fuse;                /* --no-fuse: trace runs every step alone */
+    const eb_rates *rates;      /* the roofline's F and BW, or NULL */
 } eb_run_opts;
 
 typedef struct {

@@ -1,0 +1,482 @@
+/* calibrate: measure F and BW, and the per-machine cache of them. */
+#include "calibrate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blas.h"
+#include "clock.h"
+#include "mem.h"
+#include "team.h"
+#include "window.h"
+
+enum {
+    GEMM_N = 1024,              /* F: C = A B at 1024^3 */
+    GEMM_RUNS = 3,
+    STREAM_ELEMS = (32 << 20) / 8,  /* three arrays of 32 MiB */
+    STREAM_RUNS = 5,
+    FILE_CAP = 64 << 10,        /* a calibration file is a few lines */
+};
+
+static const char MAGIC[] = "einsum-bench-calibration";
+
+/* ---- measuring ------------------------------------------------------------ */
+
+static double *alloc_filled(size_t n, double v)
+{
+    double *p = eb_mem_alloc(n * sizeof *p);
+    if (p)
+        for (size_t i = 0; i < n; i++)
+            p[i] = v;
+    return p;
+}
+
+/* Best time of `runs` dgemm calls after one warmup, in ns; 0 on no memory. */
+static int64_t gemm_best_ns(void)
+{
+    size_t n = (size_t)GEMM_N * GEMM_N;
+    /* Zeros, like the tool's default fill and the bench's references. */
+    double *a = alloc_filled(n, 0), *b = alloc_filled(n, 0);
+    double *c = alloc_filled(n, 0);
+    int64_t best = 0;
+    if (a && b && c) {
+        for (int k = 0; k <= GEMM_RUNS; k++) {
+            int64_t t0 = eb_now_ns();
+            eb_blas_gemm(0, 0, GEMM_N, GEMM_N, GEMM_N, a, GEMM_N, b, GEMM_N,
+                         c, GEMM_N);
+            int64_t t = eb_now_ns() - t0;
+            if (k > 0 && (best == 0 || t < best))
+                best = t;
+        }
+    }
+    eb_mem_free(a);
+    eb_mem_free(b);
+    eb_mem_free(c);
+    return best;
+}
+
+typedef struct {
+    double *a, *b, *c;
+} stream_job;
+
+/* The stream kernel, plain C as in DESIGN 6 and the bench's reference. */
+static void stream_part(void *arg, int part, int nparts)
+{
+    const stream_job *j = arg;
+    long long lo, hi;
+    eb_team_split(STREAM_ELEMS, part, nparts, &lo, &hi);
+    const double *restrict a = j->a, *restrict b = j->b;
+    double *restrict c = j->c;
+    for (long long i = lo; i < hi; i++)
+        c[i] = a[i] * b[i];
+}
+
+/* Best time of `runs` passes after one warmup, in ns; 0 on no memory. */
+static int64_t stream_best_ns(eb_team *team)
+{
+    stream_job j = {alloc_filled(STREAM_ELEMS, 1.5),
+                    alloc_filled(STREAM_ELEMS, 2.0),
+                    alloc_filled(STREAM_ELEMS, 0)};
+    int64_t best = 0;
+    if (j.a && j.b && j.c) {
+        for (int k = 0; k <= STREAM_RUNS; k++) {
+            int64_t t0 = eb_now_ns();
+            eb_team_run(team, stream_part, &j);
+            int64_t t = eb_now_ns() - t0;
+            if (k > 0 && (best == 0 || t < best))
+                best = t;
+        }
+    }
+    eb_mem_free(j.a);
+    eb_mem_free(j.b);
+    eb_mem_free(j.c);
+    return best;
+}
+
+eb_status eb_calib_measure(int threads, eb_rates *out, eb_error *err)
+{
+    eb_team *team;
+    eb_status st = eb_team_create(threads, &team, err);
+    if (st)
+        return st;
+    int64_t gemm_ns = gemm_best_ns();
+    int64_t stream_ns = stream_best_ns(team);
+    eb_team_destroy(team);
+    if (gemm_ns <= 0 || stream_ns <= 0)
+        return eb_error_set(err, EB_ERR_NOMEM, "calibrate: out of memory "
+                            "(needs 3 x 8 MiB, then 3 x 32 MiB)");
+    out->gflops = 2.0 * GEMM_N * GEMM_N * GEMM_N / (double)gemm_ns;
+    out->gbs = 3.0 * STREAM_ELEMS * sizeof(double) / (double)stream_ns;
+    return EB_OK;
+}
+
+/* ---- the file ------------------------------------------------------------- */
+
+/* Up to FILE_CAP bytes of a regular file, NUL-terminated (caller frees). */
+static eb_status read_small(const char *file, char **text, eb_error *err)
+{
+    *text = NULL;
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return eb_error_set(err, EB_ERR_IO, "%s: cannot open: %s", file,
+                            strerror(errno));
+    struct stat sb;
+    eb_status st = EB_OK;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = eb_error_set(err, EB_ERR_IO, "%s: not a regular file", file);
+    else if (sb.st_size > FILE_CAP)
+        st = eb_error_set(err, EB_ERR_INVALID, "%s: %lld bytes (a calibration "
+                          "file has at most %d)", file,
+                          (long long)sb.st_size, FILE_CAP);
+    char *buf = st ? NULL : malloc(FILE_CAP + 1);
+    if (!st && !buf)
+        st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    size_t n = 0;
+    while (!st && n < FILE_CAP) {
+        ssize_t r = read(fd, buf + n, FILE_CAP - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            st = eb_error_set(err, EB_ERR_IO, "%s: read error: %s", file,
+                              strerror(errno));
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        free(buf);
+        return eb_error_set(err, EB_ERR_PARSE, "%s: contains a NUL byte",
+                            file);
+    }
+    *text = buf;
+    return EB_OK;
+}
+
+enum { F_MAGIC, F_CPU, F_CONFIG, F_CORE, F_THREADS, F_GFLOPS, F_GBS, F_DATE,
+       F_COUNT };
+static const char *const field_names[F_COUNT] = {
+    MAGIC, "cpu_model", "blas_config", "blas_core", "threads", "gflops",
+    "gbs", "date"};
+
+static eb_status parse_number(const char *file, int line, const char *name,
+                              const char *v, double lo, double hi,
+                              double *out, eb_error *err)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < lo || x > hi)
+        return eb_error_set(err, EB_ERR_INVALID, "%s: line %d: %s: '%s' is "
+                            "not a number from %g to %g", file, line, name,
+                            v, lo, hi);
+    *out = x;
+    return EB_OK;
+}
+
+static eb_status parse_field(const char *file, int line, int f, const char *v,
+                             eb_calibration *c, eb_error *err)
+{
+    double x;
+    eb_status st = EB_OK;
+    switch (f) {
+    case F_MAGIC:
+        if (strcmp(v, "1") != 0)
+            st = eb_error_set(err, EB_ERR_UNSUPPORTED, "%s: line %d: format "
+                              "version '%s' (expected 1)", file, line, v);
+        break;
+    case F_THREADS:
+        st = parse_number(file, line, "threads", v, 1, 1024, &x, err);
+        if (!st && x != floor(x))
+            st = eb_error_set(err, EB_ERR_INVALID, "%s: line %d: threads: "
+                              "'%s' is not a whole number", file, line, v);
+        c->threads = (int)x;
+        break;
+    case F_GFLOPS:
+        st = parse_number(file, line, "gflops", v, 1e-6, 1e9,
+                          &c->rates.gflops, err);
+        break;
+    case F_GBS:
+        st = parse_number(file, line, "gbs", v, 1e-6, 1e9, &c->rates.gbs,
+                          err);
+        break;
+    default: {
+        char *dst = f == F_CPU ? c->cpu_model : f == F_CONFIG ? c->blas_config
+                    : f == F_CORE ? c->blas_core : c->date;
+        size_t cap = f == F_DATE ? sizeof c->date : sizeof c->cpu_model;
+        if (strlen(v) >= cap)
+            st = eb_error_set(err, EB_ERR_INVALID, "%s: line %d: %s: longer "
+                              "than %zu bytes", file, line, field_names[f],
+                              cap - 1);
+        else
+            strcpy(dst, v);
+    }
+    }
+    return st;
+}
+
+/* One "name value" line; seen[] catches duplicates. */
+static eb_status parse_line(const char *file, int line, char *s,
+                            eb_calibration *c, int *seen, eb_error *err)
+{
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t')
+            return eb_error_set(err, EB_ERR_PARSE, "%s: line %d: control "
+                                "character 0x%02x", file, line,
+                                (unsigned)(unsigned char)*p);
+    char *v = strchr(s, ' ');
+    if (!v)
+        return eb_error_set(err, EB_ERR_PARSE, "%s: line %d: expected "
+                            "\"name value\"", file, line);
+    *v++ = '\0';
+    for (int f = 0; f < F_COUNT; f++) {
+        if (strcmp(s, field_names[f]) != 0)
+            continue;
+        if (seen[f])
+            return eb_error_set(err, EB_ERR_INVALID, "%s: line %d: %s: given "
+                                "twice", file, line, s);
+        seen[f] = 1;
+        return parse_field(file, line, f, v, c, err);
+    }
+    return eb_error_set(err, EB_ERR_INVALID, "%s: line %d: unknown field "
+                        "'%.40s'", file, line, s);
+}
+
+eb_status eb_calib_read(const char *file, eb_calibration *out, eb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text;
+    eb_status st = read_small(file, &text, err);
+    if (st)
+        return st;
+    int seen[F_COUNT] = {0}, line = 0;
+    for (char *s = text, *next; !st && s && *s; s = next) {
+        next = strchr(s, '\n');
+        if (next)
+            *next++ = '\0';
+        line++;
+        if (*s && *s != '#')
+            st = parse_line(file, line, s, out, seen, err);
+    }
+    free(text);
+    for (int f = 0; !st && f < F_COUNT; f++)
+        if (!seen[f] && f != F_DATE)
+            st = eb_error_set(err, EB_ERR_INVALID, "%s: %s: missing (not a "
+                              "calibration file?)", file, field_names[f]);
+    if (st)
+        return st;
+    snprintf(out->file, sizeof out->file, "%s", file);
+    return EB_OK;
+}
+
+static int key_matches(const eb_calibration *c, const eb_sysinfo *sys,
+                       int threads)
+{
+    return c->threads == threads && strcmp(c->cpu_model, sys->cpu_model) == 0
+           && strcmp(c->blas_config, sys->blas_config) == 0
+           && strcmp(c->blas_core, sys->blas_core) == 0;
+}
+
+/* Written whole to a temporary beside `file`, then renamed over it. */
+static eb_status write_file(const eb_calibration *c, const char *file,
+                            eb_error *err)
+{
+    char tmp[EB_CALIB_PATH + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return eb_error_set(err, EB_ERR_IO, "%s: cannot write: %s", tmp,
+                            strerror(errno));
+    fprintf(f, "# einsum-bench calibrate: cblas_dgemm 1024^3 rate (gflops, "
+            "GFLOP/s) and c[i] = a[i] * b[i] bandwidth over three 32 MiB "
+            "arrays (gbs, GB/s), best of a few runs\n");
+    fprintf(f, "%s 1\ncpu_model %s\nblas_config %s\nblas_core %s\n"
+            "threads %d\ngflops %.17g\ngbs %.17g\ndate %s\n", MAGIC,
+            c->cpu_model, c->blas_config, c->blas_core, c->threads,
+            c->rates.gflops, c->rates.gbs, c->date);
+    int bad = ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, file) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return eb_error_set(err, EB_ERR_IO, "%s: cannot write: %s", file,
+                            strerror(e));
+    }
+    return EB_OK;
+}
+
+/* mkdir -p of the folder part of `file`. */
+static int make_parent_dirs(const char *file)
+{
+    char dir[EB_CALIB_PATH];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(dir, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ '\n') * 0x100000001b3ULL;
+}
+
+int eb_calib_cache_file(const eb_sysinfo *sys, int threads, char *buf,
+                        size_t size)
+{
+    const char *dir = getenv("EB_CALIBRATION_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char base[EB_CALIB_PATH];
+    if (dir && *dir)
+        snprintf(base, sizeof base, "%s", dir);
+    else if (xdg && *xdg == '/')
+        snprintf(base, sizeof base, "%s/einsum-bench", xdg);
+    else if (home && *home)
+        snprintf(base, sizeof base, "%s/.cache/einsum-bench", home);
+    else
+        return -1;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, sys->cpu_model);
+    h = fnv1a(h, sys->blas_config);
+    h = fnv1a(h, sys->blas_core);
+    int n = snprintf(buf, size, "%s/calibration-t%d-%016llx.txt", base,
+                     threads, (unsigned long long)h);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* The cache's calibration when it exists, parses and has this key. */
+static int from_cache(const eb_sysinfo *sys, int threads, const char *file,
+                      FILE *notes, eb_calibration *out)
+{
+    struct stat sb;
+    if (stat(file, &sb) != 0 && errno == ENOENT)
+        return 0;
+    eb_error e;
+    if (eb_calib_read(file, out, &e)) {
+        fprintf(notes, "einsum-bench: note: calibration cache %s; measuring "
+                "again\n", e.msg);
+        return 0;
+    }
+    if (!key_matches(out, sys, threads)) {
+        fprintf(notes, "einsum-bench: note: calibration cache %s was made "
+                "for another CPU, BLAS or thread count; measuring again\n",
+                file);
+        return 0;
+    }
+    out->source = "cache";
+    out->key_matches = 1;
+    return 1;
+}
+
+static void utc_now(char *buf, size_t size)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
+                       FILE *notes, eb_calibration *out, eb_error *err)
+{
+    if (o->file && !o->measure) {
+        eb_status st = eb_calib_read(o->file, out, err);
+        if (st)
+            return st;
+        out->source = "file";
+        out->key_matches = key_matches(out, sys, o->threads);
+        if (!out->key_matches)
+            fprintf(notes, "einsum-bench: note: %s was calibrated for another "
+                    "CPU, BLAS or thread count; its rates are used as "
+                    "given\n", o->file);
+        return EB_OK;
+    }
+    char file[EB_CALIB_PATH];
+    int cached = o->file ? snprintf(file, sizeof file, "%s", o->file) > 0
+                 : eb_calib_cache_file(sys, o->threads, file, sizeof file) == 0;
+    if (cached && !o->measure &&
+        from_cache(sys, o->threads, file, notes, out))
+        return EB_OK;
+    memset(out, 0, sizeof *out);
+    if (eb_window_on_valgrind())
+        return eb_error_set(err, EB_ERR_UNSUPPORTED, "under Valgrind nothing "
+                            "is calibrated (its times are not the machine's); "
+                            "run `einsum-bench calibrate --threads %d` "
+                            "natively first", o->threads);
+    if (!o->measure)
+        fprintf(notes, "einsum-bench: calibrating the roofline model (first "
+                "use for this CPU, BLAS and --threads %d)\n", o->threads);
+    eb_status st = eb_calib_measure(o->threads, &out->rates, err);
+    if (st)
+        return st;
+    out->source = "measured";
+    out->key_matches = 1;
+    out->threads = o->threads;
+    snprintf(out->cpu_model, sizeof out->cpu_model, "%s", sys->cpu_model);
+    snprintf(out->blas_config, sizeof out->blas_config, "%s",
+             sys->blas_config);
+    snprintf(out->blas_core, sizeof out->blas_core, "%s", sys->blas_core);
+    utc_now(out->date, sizeof out->date);
+    eb_error e;
+    if (!cached) {
+        fprintf(notes, "einsum-bench: note: no cache folder (set HOME, "
+                "XDG_CACHE_HOME or EB_CALIBRATION_DIR); not cached\n");
+        return EB_OK;
+    }
+    if (make_parent_dirs(file))
+        eb_error_set(&e, EB_ERR_IO, "%s: cannot create its folder: %s", file,
+                     strerror(errno));
+    else if (!write_file(out, file, &e))
+        snprintf(out->file, sizeof out->file, "%s", file);
+    if (!out->file[0])
+        fprintf(notes, "einsum-bench: note: calibration not cached: %s\n",
+                e.msg);
+    return EB_OK;
+}
+
+void eb_calib_json(const eb_calibration *c, eb_jw *w, const char *key)
+{
+    if (!c) {
+        eb_jw_null(w, key);
+        return;
+    }
+    eb_jw_obj_begin(w, key);
+    eb_jw_num(w, "gflops", c->rates.gflops);
+    eb_jw_num(w, "gbs", c->rates.gbs);
+    eb_jw_int(w, "threads", c->threads);
+    eb_jw_str(w, "source", c->source);
+    eb_jw_str(w, "file", c->file[0] ? c->file : NULL);
+    eb_jw_bool(w, "key_matches", c->key_matches);
+    eb_jw_str(w, "cpu_model", c->cpu_model);
+    eb_jw_str(w, "blas_config", c->blas_config);
+    eb_jw_str(w, "blas_core", c->blas_core);
+    eb_jw_str(w, "date", c->date[0] ? c->date : NULL);
+    eb_jw_str(w, "gemm", "cblas_dgemm 1024^3, best of 3 after 1 warmup");
+    eb_jw_str(w, "stream", "c[i] = a[i] * b[i], 3 x 32 MiB, best of 5 "
+              "after 1 warmup");
+    eb_jw_obj_end(w);
+}

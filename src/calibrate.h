@@ -1,0 +1,89 @@
+/*
+ * calibrate: the machine rates the roofline model divides by (DESIGN 6),
+ * measured by the tool itself and cached per machine.
+ *
+ *   F   the cblas_dgemm rate of C = A B at 1024^3 (2 * 1024^3 flops per
+ *       call), OpenBLAS's pool as the process has it (the caller re-executes
+ *       itself with OPENBLAS_NUM_THREADS = threads first);
+ *   BW  the stream bandwidth of c[i] = a[i] * b[i] over three 32 MiB arrays
+ *       (bytes read plus written: 3 * 32 MiB per pass), split over
+ *       `threads` engine threads.
+ * Each is the best of a few timed runs after one warmup (STREAM's
+ * convention: the rate the machine reaches), on buffers from mem (as the
+ * engine and the bench's references allocate), filled before timing. The
+ * whole measurement takes a few hundred milliseconds.
+ *
+ * The cache: one small text file per key (CPU model, OpenBLAS config and
+ * core, thread count) in $EB_CALIBRATION_DIR, else
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/einsum-bench/. A file whose key differs
+ * from this machine's, or that cannot be read or parsed, is measured again
+ * (with a note) and replaced atomically (write to a temporary, rename).
+ * Under Valgrind nothing is measured or written (its times are not the
+ * machine's): a valid cached file is used, else there is no calibration.
+ * An explicit file (--calibration FILE) is read as given, key or not: its
+ * rates pin the model (for tests and cross-machine comparisons); a bad one
+ * is an input error naming the file and line.
+ *
+ * File format, one "name value" per line (order free, '#' comments):
+ *   einsum-bench-calibration 1
+ *   cpu_model, blas_config, blas_core   strings (rest of the line)
+ *   threads                             integer >= 1
+ *   gflops, gbs                         positive finite numbers
+ *   date                                ISO 8601 UTC, informative
+ */
+#ifndef EB_CALIBRATE_H
+#define EB_CALIBRATE_H
+
+#include "jsonw.h"
+#include "roofline.h"
+#include "status.h"
+#include "sysinfo.h"
+
+enum { EB_CALIB_PATH = 4096 };
+
+typedef struct {
+    eb_rates rates;
+    int threads;
+    char cpu_model[EB_SYSINFO_STR];
+    char blas_config[EB_SYSINFO_STR];
+    char blas_core[EB_SYSINFO_STR];
+    char date[64];
+    char file[EB_CALIB_PATH];   /* read from / written to; "" if none */
+    const char *source;         /* "measured", "cache" or "file" */
+    int key_matches;            /* the file's key is this machine's */
+} eb_calibration;
+
+typedef struct {
+    const char *file;   /* --calibration FILE, or NULL for the cache */
+    int threads;        /* the key's thread count (and BW's threads) */
+    int measure;        /* 1: measure now, write to file or the cache */
+} eb_calib_opts;
+
+/* Measure F and BW now with `threads` threads. */
+eb_status eb_calib_measure(int threads, eb_rates *out, eb_error *err);
+
+/*
+ * The calibration to use: the explicit file, else the cache if its key
+ * matches, else a new measurement (cached when a cache folder can be
+ * made). With o->measure: a new measurement, written to o->file or the
+ * cache. Notes for the user (measuring, a bad cache file replaced, a key
+ * that differs) go to `notes` (stderr in the tool), one line each.
+ * Fails only for a bad explicit file, or when nothing can be measured
+ * (under Valgrind, out of memory): then err says why.
+ */
+eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
+                       FILE *notes, eb_calibration *out, eb_error *err);
+
+/* Read and validate a calibration file (any key). */
+eb_status eb_calib_read(const char *file, eb_calibration *out,
+                        eb_error *err);
+
+/* The cache file of this machine's key: 0, or -1 when no cache folder is
+ * known (no EB_CALIBRATION_DIR, XDG_CACHE_HOME or HOME). */
+int eb_calib_cache_file(const eb_sysinfo *sys, int threads, char *buf,
+                        size_t size);
+
+/* The calibration as members of the open JSON object under `key`. */
+void eb_calib_json(const eb_calibration *c, eb_jw *w, const char *key);
+
+#endif
