@@ -1060,34 +1060,56 @@ def _fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def _skip_reason(r):
+    """Why a row has no times, in words only (digits would look like data)."""
+    if r["status"] == "skipped":
+        return "skipped"
+    return "error"
+
+
 def print_table(records, run, out=sys.stdout):
-    """One section per strategy; the columns of the public suites' logs."""
+    """The layout of the public suites' text logs, as `einsum-bench run`
+    prints it (src/report.c): one section per mode and strategy starting
+    "Mode: <mode> / Strategy: <strategy>", header lines without a
+    whitespace-separated number, the column line, rows ending in Median,
+    IQR and Compile (xRoofline is '-': a peer has no calibration), SKIP
+    rows with words only, and footnotes starting with '*' and ending in
+    words."""
     meas = [r for r in records if r["type"] == "measurement"]
-    env = " ".join("%s=%s" % (k, run["env"][k]) for k in THREAD_VARS[:2])
-    out.write("# backend %s, mode %s, threads %d (%s), warmups %d, "
-              "samples %d, fill %s\n"
-              % (run["backend"], meas[0]["mode"] if meas else "-",
-                 run["threads"], env, run["warmups"], run["samples"],
-                 run["fill"]))
-    for strategy in dict.fromkeys(r["strategy"] for r in meas):
-        out.write("\n== %s ==\n" % strategy)
-        out.write("%-52s %7s %10s %9s %12s %10s %12s\n"
+    env = "".join(", %s=%s" % (k, run["env"][k]) for k in THREAD_VARS
+                  if run["env"].get(k) is not None)
+    sections = dict.fromkeys((r["mode"], r["strategy"]) for r in meas)
+    for mode, strategy in sections:
+        rows = [r for r in meas
+                if (r["mode"], r["strategy"]) == (mode, strategy)]
+        out.write("\nMode: %s / Strategy: %s\n" % (mode, strategy))
+        out.write("Backend: %s\n" % run["backend"])
+        out.write("Threads: threads=%d%s\n" % (run["threads"], env))
+        out.write("Samples: warmup=%d, samples=%d, fill=%s, times in ms\n"
+                  % (run["warmups"], run["samples"], run["fill"]))
+        out.write("Roofline: no calibration in a peer, xRoofline not known\n")
+        out.write("%-52s %7s %10s %8s %9s %12s %10s %12s\n"
                   % ("Instance", "Tensors", "log10FLOPS", "log2SIZE",
-                     "Median (ms)", "IQR (ms)", "Compile (ms)"))
-        for r in meas:
-            if r["strategy"] != strategy:
+                     "xRoofline", "Median (ms)", "IQR (ms)", "Compile (ms)"))
+        for r in rows:
+            head = "%-52s %7d %10s %8s" % (
+                r["instance"], r["num_tensors"],
+                _fmt(r["log10_flops"], ".4f"), _fmt(r["log2_size"], ".4f"))
+            if r["status"] != "ok":
+                out.write("%s SKIP %s\n" % (head, _skip_reason(r)))
                 continue
-            note = "" if r["status"] == "ok" else "  %s: %s" % (r["status"],
-                                                               r["error"])
-            if r["reused_from"]:
-                note += "  (same path as %s)" % r["reused_from"]
-            out.write("%-52s %7d %10s %9s %12s %10s %12s%s\n"
-                      % (r["instance"], r["num_tensors"],
-                         _fmt(r["log10_flops"], ".4f"),
-                         _fmt(r["log2_size"], ".4f"),
-                         _fmt(r["median_ms"], ".3f"),
+            out.write("%s %9s %12s %10s %12s\n"
+                      % (head, "-", _fmt(r["median_ms"], ".3f"),
                          _fmt(r["iqr_ms"], ".3f"),
-                         _fmt(r["compile_ms"], ".3f"), note))
+                         _fmt(r["compile_ms"], ".3f")))
+        for r in rows:
+            if r["reused_from"]:
+                out.write("* %s: same path as %s, measured once and "
+                          "reported for both\n"
+                          % (r["instance"], r["reused_from"]))
+            if r["status"] != "ok":
+                out.write("* %s: %s: %s (the record has the details)\n"
+                          % (r["instance"], r["status"], r["error"]))
 
 
 # --------------------------------------------------------------------------

@@ -10,11 +10,21 @@
 
 /* ---- table -------------------------------------------------------------- */
 
+/* median / roofline, or NaN when either is missing. */
+static double roofline_ratio(const eb_record *r)
+{
+    if (!r->has_stats || !r->has_roofline || !(r->roofline_ms > 0))
+        return NAN;
+    return r->stats.median_ns / 1e6 / r->roofline_ms;
+}
+
+
 typedef struct {
     char *instance, *strategy, *mode, *status, *error, *reused;
-    char *check;    /* "passed (naive, 3e-16)" for check-only rows */
+    char *check;    /* "check passed (naive, 3e-16)" for check-only rows */
     int tensors, has_stats;
     double log10_flops, log2_size, median_ms, iqr_ms, compile_ms;
+    double x_roofline;  /* median / roofline bound; NaN if unknown */
 } row;
 
 typedef struct {
@@ -68,49 +78,94 @@ static int table_measurement(void *vctx, const eb_record *r)
     w->median_ms = r->has_stats ? r->stats.median_ns / 1e6 : NAN;
     w->iqr_ms = r->has_stats ? r->stats.iqr_ns / 1e6 : NAN;
     w->compile_ms = r->compile_ms;
+    w->x_roofline = roofline_ratio(r);
     return 0;
 }
 
+/*
+ * The layout of the public suites' text logs (DESIGN 5.2), so that their
+ * parsers (tenferro-einsum-benchmark scripts/format_results.py) read it:
+ * a section per mode and strategy starts "Mode: <mode> / Strategy: <s>";
+ * header lines follow, written so that no parser takes them for a row
+ * (no whitespace-separated number among their tokens); then the column
+ * line; rows start with Instance Tensors log10FLOPS log2SIZE, then the
+ * extra single-token column xRoofline, and end with Median IQR Compile; a
+ * row that has no times has SKIP as its fifth field and only words after
+ * it. Marks (a reused path, an error's message) go to footnotes that start
+ * with "*" and end in words.
+ */
 static void print_header(table_ctx *t, const char *strategy, const char *mode)
 {
     const eb_run_info *i = &t->info;
-    fprintf(t->f, "\n== strategy %s | backend einsum-bench | mode %s | "
-            "threads %d (openblas %d) | warmup %d | samples %d\n",
-            strategy, mode, i->threads, i->sys ? i->sys->blas_threads : -1,
-            i->warmups, i->samples);
-    fprintf(t->f, "%-52s %7s %10s %8s %12s %10s %12s\n", "Instance", "Tensors",
-            "log10FLOPS", "log2SIZE", "Median (ms)", "IQR (ms)",
-            "Compile (ms)");
+    fprintf(t->f, "\nMode: %s / Strategy: %s\n", mode, strategy);
+    fprintf(t->f, "Backend: einsum-bench\n");
+    fprintf(t->f, "Threads: threads=%d, openblas_threads=%d", i->threads,
+            i->sys ? i->sys->blas_threads : -1);
+    for (int k = 0; i->sys && k < i->sys->num_env; k++)
+        if (i->sys->env[k].is_set && strstr(i->sys->env[k].name, "THREADS"))
+            fprintf(t->f, ", %s=%s", i->sys->env[k].name,
+                    i->sys->env[k].value);
+    fprintf(t->f, "\nSamples: warmup=%d, samples=%d, fill=%s, times in ms\n",
+            i->warmups, i->samples, i->fill ? i->fill : "-");
+    if (i->calibration)
+        fprintf(t->f, "Roofline: F=%.2fGFLOP/s, BW=%.2fGB/s (calibration "
+                "%s), xRoofline is the median over the sum of the steps' "
+                "bounds\n", i->calibration->rates.gflops,
+                i->calibration->rates.gbs, i->calibration->source);
+    else
+        fprintf(t->f, "Roofline: no calibration, xRoofline not known\n");
+    fprintf(t->f, "%-52s %7s %10s %8s %9s %12s %10s %12s\n", "Instance",
+            "Tensors", "log10FLOPS", "log2SIZE", "xRoofline", "Median (ms)",
+            "IQR (ms)", "Compile (ms)");
+}
+
+/* Why a row has no times, in words only (digits would look like data). */
+static const char *skip_reason(const row *w)
+{
+    if (strcmp(w->status, "skipped") == 0)
+        return "skipped";
+    if (w->error && strncmp(w->error, "check", 5) == 0)
+        return "check failed";
+    return "error";
 }
 
 static void print_row(FILE *f, const row *w)
 {
-    if (strcmp(w->status, "ok") != 0) {
-        fprintf(f, "%-52s %7d %10s %8s %12s  %s: %s\n", w->instance, w->tensors,
-                "-", "-", w->status, w->status,
-                w->error ? w->error : "");
-        return;
-    }
-    if (!w->has_stats) {
-        fprintf(f, "%-52s %7d %10.4f %8.4f  %s", w->instance, w->tensors,
-                w->log10_flops, w->log2_size, w->check ? w->check : "-");
-        if (w->reused)
-            fprintf(f, "  (same path as %s)", w->reused);
-        fputc('\n', f);
-        return;
-    }
-    fprintf(f, "%-52s %7d %10.4f %8.4f %12.3f %10.3f %12.3f", w->instance,
-            w->tensors, w->log10_flops, w->log2_size, w->median_ms, w->iqr_ms,
-            w->compile_ms);
+    fprintf(f, "%-52s %7d %10.4f %8.4f", w->instance, w->tensors,
+            w->log10_flops, w->log2_size);
+    if (strcmp(w->status, "ok") != 0)
+        fprintf(f, " SKIP %s\n", skip_reason(w));
+    else if (!w->has_stats)
+        fprintf(f, " %s\n", w->check ? w->check : "check");
+    else if (isfinite(w->x_roofline))
+        fprintf(f, " %9.2f %12.3f %10.3f %12.3f\n", w->x_roofline,
+                w->median_ms, w->iqr_ms, w->compile_ms);
+    else
+        fprintf(f, " %9s %12.3f %10.3f %12.3f\n", "-", w->median_ms,
+                w->iqr_ms, w->compile_ms);
+}
+
+/* Footnotes of a section: reused paths and errors, each ending in words. */
+static void print_notes(FILE *f, const row *w)
+{
     if (w->reused)
-        fprintf(f, "  (same path as %s)", w->reused);
-    fputc('\n', f);
+        fprintf(f, "* %s: same path as %s, measured once and reported for "
+                "both\n", w->instance, w->reused);
+    if (strcmp(w->status, "ok") != 0)
+        fprintf(f, "* %s: %s: %s (the record has the details)\n",
+                w->instance, w->status, w->error ? w->error : "no message");
+}
+
+static int same_section(const row *a, const row *b)
+{
+    return strcmp(a->strategy, b->strategy) == 0 &&
+           strcmp(a->mode, b->mode) == 0;
 }
 
 static int table_finish(void *vctx)
 {
     table_ctx *t = vctx;
-    /* Sections in order of first appearance of (strategy, mode). */
+    /* Sections in order of first appearance of (mode, strategy). */
     char *done = calloc((size_t)(t->n ? t->n : 1), 1);
     if (!done)
         return -1;
@@ -119,9 +174,11 @@ static int table_finish(void *vctx)
             continue;
         print_header(t, t->rows[a].strategy, t->rows[a].mode);
         for (int b = a; b < t->n; b++)
-            if (!done[b] && strcmp(t->rows[b].strategy, t->rows[a].strategy) == 0 &&
-                strcmp(t->rows[b].mode, t->rows[a].mode) == 0) {
+            if (!done[b] && same_section(&t->rows[a], &t->rows[b]))
                 print_row(t->f, &t->rows[b]);
+        for (int b = a; b < t->n; b++)
+            if (!done[b] && same_section(&t->rows[a], &t->rows[b])) {
+                print_notes(t->f, &t->rows[b]);
                 done[b] = 1;
             }
     }
@@ -263,14 +320,6 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
         eb_jw_null(w, "permuted_elems");
         eb_jw_null(w, "fused_groups");
     }
-}
-
-/* median / roofline, or NaN when either is missing. */
-static double roofline_ratio(const eb_record *r)
-{
-    if (!r->has_stats || !r->has_roofline || !(r->roofline_ms > 0))
-        return NAN;
-    return r->stats.median_ns / 1e6 / r->roofline_ms;
 }
 
 static void num_or_null(eb_jw *w, const char *key, int has, double v)
