@@ -3,7 +3,9 @@
 #   make            build ./einsum-bench (installs missing packages as root)
 #   make run        build and run the default suite on instances/
 #   make test       build and run every test; last line "N passed, N failed"
+#   make suite      every public instance, both modes and strategies -> results/
 #   make bench      paired performance figures against raw references
+#   make bench-suite the public suite against its roofline and the peers
 #   make report     eager, trace, numpy and torch on instances/ -> results/
 #   make memcheck   the test suite under valgrind memcheck
 #   make sanitize   the test suite built with -fsanitize=address,undefined
@@ -48,7 +50,8 @@ BIN := $(if $(SANITIZE),$(BUILD)/einsum-bench,einsum-bench)
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
-.PHONY: all deps deps-python run test memcheck sanitize bench report clean
+.PHONY: all deps deps-python run suite test memcheck sanitize bench bench-suite \
+        report clean
 
 all: $(BIN)
 
@@ -99,6 +102,16 @@ RUN_INSTANCES := $(addprefix instances/,$(addsuffix .json,\
 run: $(BIN)
 	./$(BIN) run --mode both $(RUN_INSTANCES)
 
+# The whole public suite (instances/*.json except the generated gen_*),
+# eager and trace, every stored strategy, default warmups and samples:
+# records, table, report.md and chart.svg in results/suite-<timestamp>/.
+PUBLIC_INSTANCES = $(filter-out instances/gen_%,$(wildcard instances/*.json))
+
+suite: $(BIN)
+	$(Q)scripts/make-report --backends einsum-bench --bin ./$(BIN) \
+	  -o results/suite-$$(date +%Y%m%d-%H%M%S) \
+	  $(addprefix --instances ,$(PUBLIC_INSTANCES)) $(SUITE_ARGS)
+
 # The Python peers' tests need Debian's python3-numpy and python3-torch.
 test: $(BIN) $(TEST_BINS) | deps-python
 	$(Q)EB_BUILD=$(BUILD) EB_BIN=./$(BIN) tests/run-all
@@ -114,6 +127,9 @@ sanitize:
 
 bench: $(BIN)
 	$(Q)scripts/bench $(BENCH_ARGS)
+
+bench-suite: $(BIN) | deps-python
+	$(Q)scripts/bench --suite $(BENCH_ARGS)
 
 report: $(BIN) | deps-python
 	$(Q)scripts/make-report $(REPORT_ARGS)
