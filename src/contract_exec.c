@@ -311,21 +311,22 @@ static void xform_part(void *arg, int part, int nparts)
     sub.shape[0] = hi - lo;
     if (sub.shape[0] > 0)
         eb_kern_xform(&sub, j->in + lo * sub.in_stride[0],
-                      j->out + lo * ostride);
+                      j->out + lo * ostride, NULL);
 }
 
-/* A permutation or reduction, split along its outermost output dim. */
+/* A permutation (the engine splits it over the team itself) or a
+ * reduction, split along its outermost output dim. */
 static void xform(const eb_xform *x, const double *in, double *out,
                   eb_team *team)
 {
     int n = eb_team_size(team);
-    if (n > 1 && x->rank >= 1 && x->shape[0] >= n &&
+    if (x->red_rank > 0 && n > 1 && x->rank >= 1 && x->shape[0] >= n &&
         eb_xform_out_elems(x) >= PARALLEL_MIN_WORK) {
         job j = {.x = x, .in = in, .out = out};
         eb_team_run(team, xform_part, &j);
         return;
     }
-    eb_kern_xform(x, in, out);
+    eb_kern_xform(x, in, out, team);
 }
 
 /* Offsets of the dims of group g (row-major over vshape[g]) in stride

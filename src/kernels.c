@@ -553,6 +553,7 @@ void eb_xform_simplify(eb_xform *x)
         q++;
     }
     x->red_rank = q;
+    eb_xform_plan(x);
 }
 
 int64_t eb_xform_out_elems(const eb_xform *x)
@@ -588,78 +589,34 @@ static void eb_kern_reduce_row(const eb_xform *x, const double *in, int64_t n,
     }
 }
 
-/* out[i*so + j] = in[i*si + j*sj], in square tiles so that both the strided
- * reads and the strided writes of a tile stay in L1. */
-static void eb_kern_copy_2d(int64_t ni, int64_t nj, const double *in, int64_t si,
-                    int64_t sj, double *restrict out, int64_t so)
+void eb_xform_plan(eb_xform *x)
 {
-    enum { T = 16 };
-    if (sj == 1 || nj < 4 || ni < 4) {
-        for (int64_t i = 0; i < ni; i++)
-            for (int64_t j = 0; j < nj; j++)
-                out[i * so + j] = in[i * si + j * sj];
+    x->planned = x->red_rank == 0;
+    if (!x->planned)
+        return;
+    int64_t os[EB_MAX_RANK], s = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        os[d] = s;
+        s *= x->shape[d];
+    }
+    eb_perm_plan(&x->perm, x->rank, x->shape, os, x->in_stride, NULL);
+}
+
+void eb_kern_xform(const eb_xform *x, const double *in, double *out,
+                   struct eb_team *team)
+{
+    if (x->red_rank == 0) {
+        eb_xform local;
+        if (!x->planned) {
+            local = *x;
+            eb_xform_plan(&local);
+            x = &local;
+        }
+        eb_perm_exec(&x->perm, in, NULL, out, team);
         return;
     }
-    for (int64_t i0 = 0; i0 < ni; i0 += T)
-        for (int64_t j0 = 0; j0 < nj; j0 += T) {
-            int64_t ie = i0 + T < ni ? i0 + T : ni;
-            int64_t je = j0 + T < nj ? j0 + T : nj;
-            for (int64_t i = i0; i < ie; i++)
-                for (int64_t j = j0; j < je; j++)
-                    out[i * so + j] = in[i * si + j * sj];
-        }
-}
-
-/*
- * Pure permutation. The 2-D tile pairs the output's contiguous dim (the
- * last) with the input's most contiguous other dim, so that a tile reads
- * whole cache lines on one side and writes them on the other; every other
- * dim is walked by an odometer.
- */
-static void eb_kern_permute(const eb_xform *x, const double *in, double *out)
-{
-    int r = x->rank;
-    int64_t ostride[EB_MAX_RANK];
-    int64_t os = 1;
-    for (int d = r - 1; d >= 0; d--) {
-        ostride[d] = os;
-        os *= x->shape[d];
-    }
-    int p = r - 2;
-    for (int d = 0; d < r - 1; d++)
-        if (x->in_stride[d] < x->in_stride[p])
-            p = d;
-    int64_t ni = x->shape[p], si = x->in_stride[p], so = ostride[p];
-    int64_t nj = x->shape[r - 1], sj = x->in_stride[r - 1];
-    int64_t idx[EB_MAX_RANK] = {0};
-    int64_t ioff = 0, ooff = 0;
-    for (;;) {
-        eb_kern_copy_2d(ni, nj, in + ioff, si, sj, out + ooff, so);
-        int d = r - 2;
-        for (; d >= 0; d--) {
-            if (d == p)
-                continue;
-            ioff += x->in_stride[d];
-            ooff += ostride[d];
-            if (++idx[d] < x->shape[d])
-                break;
-            ioff -= x->in_stride[d] * x->shape[d];
-            ooff -= ostride[d] * x->shape[d];
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return;
-    }
-}
-
-void eb_kern_xform(const eb_xform *x, const double *in, double *out)
-{
     if (x->rank == 0) {
         eb_kern_reduce_row(x, in, 1, 0, out);
-        return;
-    }
-    if (x->red_rank == 0 && x->rank >= 2) {
-        eb_kern_permute(x, in, out);
         return;
     }
     int r = x->rank;

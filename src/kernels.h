@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "instance.h"
+#include "permute.h"
 
 /* c[i] = a[i] * b[i] for contiguous arrays; AVX2 main loop when the CPU has
  * it (chosen at run time), scalar tail. */
@@ -80,6 +81,8 @@ void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double 
  * A permutation with optional reduction: out is compact row-major over
  * `rank` dims of `shape`; out[idx] = sum over the reduced dims of
  * in[sum idx[d]*in_stride[d] + sum r[e]*red_stride[e]].
+ * A pure permutation (red_rank 0) is planned once by eb_xform_plan for the
+ * permutation engine (permute.h); a reduction runs row by row here.
  */
 typedef struct {
     int rank;
@@ -88,14 +91,23 @@ typedef struct {
     int red_rank;
     int64_t red_shape[EB_MAX_RANK];
     int64_t red_stride[EB_MAX_RANK];
+    int planned;  /* perm holds the engine's plan (red_rank 0) */
+    eb_perm perm;
 } eb_xform;
 
-/* Drop size-1 dims and merge dims that are contiguous in both out and in. */
+/* Drop size-1 dims and merge dims that are contiguous in both out and in;
+ * then plan the permutation (eb_xform_plan). */
 void eb_xform_simplify(eb_xform *x);
+
+/* Plan a pure permutation for the engine (nothing for a reduction). */
+void eb_xform_plan(eb_xform *x);
 
 /* Elements written (product of shape). */
 int64_t eb_xform_out_elems(const eb_xform *x);
 
-void eb_kern_xform(const eb_xform *x, const double *in, double *out);
+/* Execute; a planned permutation splits over `team` (NULL: this thread),
+ * a reduction runs on this thread. */
+void eb_kern_xform(const eb_xform *x, const double *in, double *out,
+                   struct eb_team *team);
 
 #endif

@@ -1,0 +1,502 @@
+/* permute: the permutation engine (see permute.h). */
+#include "permute.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "team.h"
+
+/* Elements each array should have inside a GENERIC tile along its own
+ * innermost dims: 16 doubles are two cache lines, so a tile's runs are
+ * whole lines even when they do not start on a line boundary. */
+enum { GENERIC_RUN = 16 };
+
+/* Side of a TILE4 tile: 16 x 16 doubles, 2 KiB per array, in L1 together
+ * with the other arrays' tiles; 16 sub-tiles of 4 x 4. */
+enum { TILE_SIDE = 16 };
+
+/* Below this many elements a job stays on one thread (waking the team costs
+ * microseconds). */
+enum { PERM_PARALLEL_MIN = 1 << 16 };
+
+/* Outputs larger than this are written with non-temporal stores: they
+ * cannot stay in the last-level cache anyway (32 MiB on this machine
+ * class, shared with the inputs), and streaming saves the read of every
+ * output line before it is written. */
+#define PERM_STREAM_BYTES (24.0 * 1024 * 1024)
+
+static int64_t iabs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+/* The dim with the smallest nonzero stride of array s (the innermost of
+ * the later dims on ties), -1 if the array is constant. */
+static int unit_dim(const eb_perm *p, int s)
+{
+    int best = -1;
+    for (int d = 0; d < p->rank; d++) {
+        int64_t st = iabs64(p->stride[s][d]);
+        if (st && (best < 0 || st <= iabs64(p->stride[s][best])))
+            best = d;
+    }
+    return best;
+}
+
+/* Drop size-1 dims, order the rest by out's stride (largest first) and
+ * merge neighbours that are contiguous in every array. */
+static void simplify(eb_perm *p, int rank, const int64_t *shape,
+                     const int64_t *const *st)
+{
+    int idx[EB_MAX_RANK], n = 0;
+    for (int d = 0; d < rank; d++)
+        if (shape[d] != 1)
+            idx[n++] = d;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && st[0][idx[j]] > st[0][idx[j - 1]]; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    int r = 0;
+    for (int k = 0; k < n; k++) {
+        int d = idx[k];
+        int merge = r > 0;
+        for (int s = 0; s < 3 && merge; s++)
+            merge = p->stride[s][r - 1] == st[s][d] * shape[d];
+        if (merge) {
+            p->shape[r - 1] *= shape[d];
+            for (int s = 0; s < 3; s++)
+                p->stride[s][r - 1] = st[s][d];
+            continue;
+        }
+        p->shape[r] = shape[d];
+        for (int s = 0; s < 3; s++)
+            p->stride[s][r] = st[s][d];
+        r++;
+    }
+    p->rank = r;
+}
+
+/* GENERIC: grow the tile along array s's innermost dims until it holds
+ * GENERIC_RUN elements of them. */
+static void grow_tile(eb_perm *p, int s)
+{
+    int used[EB_MAX_RANK] = {0};
+    int64_t prod = 1;
+    while (prod < GENERIC_RUN) {
+        int best = -1;
+        for (int d = 0; d < p->rank; d++) {
+            int64_t st = iabs64(p->stride[s][d]);
+            if (!used[d] && st &&
+                (best < 0 || st < iabs64(p->stride[s][best])))
+                best = d;
+        }
+        if (best < 0)
+            return;
+        used[best] = 1;
+        int64_t want = (GENERIC_RUN + prod - 1) / prod;
+        if (want > p->shape[best])
+            want = p->shape[best];
+        if (want > p->block[best])
+            p->block[best] = want;
+        prod *= want;
+    }
+}
+
+/* Can the non-transposed source o be loaded in 4 x 4 blocks of (di, do)
+ * with whole runs: along do, constant along do, or along di? */
+static int tile4_other_ok(const eb_perm *p, int o, int di, int dout)
+{
+    int64_t so = p->stride[o][dout];
+    return so == 0 || so == 1 || p->stride[o][di] == 1;
+}
+
+static void choose_mode(eb_perm *p)
+{
+    int r = p->rank, dout = r - 1;
+    for (int d = 0; d < r; d++)
+        p->block[d] = 1;
+    int row = 1;
+    for (int s = 1; s <= p->nsrc; s++)
+        row = row && (p->stride[s][dout] == 0 || unit_dim(p, s) == dout);
+    if (row) {
+        p->mode = EB_PERM_ROW;
+        p->block[dout] = p->shape[dout];
+        return;
+    }
+    for (int t = 1; t <= p->nsrc; t++) {
+        int di = unit_dim(p, t);
+        if (di < 0 || di == dout || p->stride[t][di] != 1 ||
+            p->stride[t][dout] == 0 || p->stride[0][dout] != 1 ||
+            p->shape[di] < 4 || p->shape[dout] < 4)
+            continue;
+        if (p->nsrc == 2 && !tile4_other_ok(p, 3 - t, di, dout))
+            continue;
+        p->mode = EB_PERM_TILE4;
+        p->tsrc = t;
+        p->di = di;
+        p->block[di] = p->shape[di] < TILE_SIDE ? p->shape[di] : TILE_SIDE;
+        p->block[dout] =
+            p->shape[dout] < TILE_SIDE ? p->shape[dout] : TILE_SIDE;
+        return;
+    }
+    p->mode = EB_PERM_GENERIC;
+    for (int s = 0; s <= p->nsrc; s++)
+        grow_tile(p, s);
+}
+
+/* The dim the team splits: the outermost one with at least 8 blocks (so
+ * that every part writes one contiguous region), else the one with most. */
+static int choose_split(const eb_perm *p)
+{
+    int best = -1;
+    int64_t most = 1;
+    for (int d = 0; d < p->rank; d++) {
+        int64_t nb = (p->shape[d] + p->block[d] - 1) / p->block[d];
+        if (nb >= 8)
+            return d;
+        if (nb > most) {
+            most = nb;
+            best = d;
+        }
+    }
+    return best;
+}
+
+void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
+                  const int64_t *out_stride, const int64_t *x0_stride,
+                  const int64_t *x1_stride)
+{
+    static const int64_t zeros[EB_MAX_RANK];
+    memset(p, 0, sizeof *p);
+    p->nsrc = x1_stride ? 2 : 1;
+    const int64_t *st[3] = {out_stride, x0_stride,
+                            x1_stride ? x1_stride : zeros};
+    simplify(p, rank, shape, st);
+    p->elems = 1;
+    for (int d = 0; d < p->rank; d++)
+        p->elems *= p->shape[d];
+    p->split = -1;
+    if (p->rank == 0) {
+        p->mode = EB_PERM_ROW;
+        return;
+    }
+    choose_mode(p);
+    p->split = choose_split(p);
+    p->stream = p->mode != EB_PERM_GENERIC &&
+                (double)p->elems * 8 > PERM_STREAM_BYTES;
+}
+
+double eb_perm_bytes(const eb_perm *p)
+{
+    double bytes = (double)p->elems * 8;
+    for (int s = 1; s <= p->nsrc; s++) {
+        double n = 8;
+        for (int d = 0; d < p->rank; d++)
+            if (p->stride[s][d])
+                n *= (double)p->shape[d];
+        bytes += n;
+    }
+    return bytes;
+}
+
+/* ---- tiles -------------------------------------------------------------- */
+
+/* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
+ * (outermost first; the last is out's innermost dim), scalar. */
+static void tile_scalar(const eb_perm *p, const int *td, int nt,
+                        const int64_t *ext, const double *x0, const double *x1,
+                        double *out)
+{
+    int last = td[nt - 1];
+    int64_t n = ext[last], so = p->stride[0][last], s0 = p->stride[1][last],
+            s1 = p->stride[2][last];
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t oo = 0, o0 = 0, o1 = 0;
+    for (;;) {
+        double *restrict w = out + oo;
+        const double *a = x0 + o0;
+        if (p->nsrc == 2) {
+            const double *b = x1 + o1;
+            for (int64_t j = 0; j < n; j++)
+                w[j * so] = a[j * s0] * b[j * s1];
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                w[j * so] = a[j * s0];
+        }
+        int k = nt - 2;
+        for (; k >= 0; k--) {
+            int d = td[k];
+            oo += p->stride[0][d];
+            o0 += p->stride[1][d];
+            o1 += p->stride[2][d];
+            if (++idx[k] < ext[d])
+                break;
+            oo -= p->stride[0][d] * ext[d];
+            o0 -= p->stride[1][d] * ext[d];
+            o1 -= p->stride[2][d] * ext[d];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
+/* Store one vector of out: streamed (the caller checked alignment) or
+ * not. */
+#define EB_STORE(ptr, v, nt) \
+    ((nt) ? _mm256_stream_pd((ptr), (v)) : _mm256_storeu_pd((ptr), (v)))
+
+/* One row of n elements with unit stride in out: x0 along the row with
+ * stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources). Streams
+ * when asked, after a scalar head up to a 32-byte boundary. */
+__attribute__((target("avx2"))) static void
+row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
+         int64_t s1, int nsrc, double *out, int stream)
+{
+    if (nsrc == 2 && s0 == 0 && s1 == 1) {
+        const double *t = x0;
+        x0 = x1;
+        x1 = t;
+        s0 = 1;
+        s1 = 0;
+    }
+    int64_t j = 0;
+    if (stream)
+        for (; j < n && ((uintptr_t)(out + j) & 31); j++)
+            out[j] = x0[j * s0] * (nsrc == 2 ? x1[j * s1] : 1.0);
+    int nt = stream != 0;
+    if (s0 == 0) {
+        double c = nsrc == 2 ? x0[0] * x1[0] : x0[0];
+        __m256d v = _mm256_set1_pd(c);
+        for (; j + 4 <= n; j += 4)
+            EB_STORE(out + j, v, nt);
+        for (; j < n; j++)
+            out[j] = c;
+        return;
+    }
+    if (nsrc == 1) {
+        for (; j + 16 <= n; j += 16) {
+            __m256d a0 = _mm256_loadu_pd(x0 + j), a1 = _mm256_loadu_pd(x0 + j + 4);
+            __m256d a2 = _mm256_loadu_pd(x0 + j + 8), a3 = _mm256_loadu_pd(x0 + j + 12);
+            EB_STORE(out + j, a0, nt);
+            EB_STORE(out + j + 4, a1, nt);
+            EB_STORE(out + j + 8, a2, nt);
+            EB_STORE(out + j + 12, a3, nt);
+        }
+        for (; j + 4 <= n; j += 4)
+            EB_STORE(out + j, _mm256_loadu_pd(x0 + j), nt);
+        for (; j < n; j++)
+            out[j] = x0[j];
+        return;
+    }
+    if (s1 == 0) {
+        double c = x1[0];
+        __m256d v = _mm256_set1_pd(c);
+        for (; j + 8 <= n; j += 8) {
+            __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v);
+            __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4), v);
+            EB_STORE(out + j, a0, nt);
+            EB_STORE(out + j + 4, a1, nt);
+        }
+        for (; j + 4 <= n; j += 4)
+            EB_STORE(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v), nt);
+        for (; j < n; j++)
+            out[j] = x0[j] * c;
+        return;
+    }
+    for (; j + 8 <= n; j += 8) {
+        __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j));
+        __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4),
+                                   _mm256_loadu_pd(x1 + j + 4));
+        EB_STORE(out + j, a0, nt);
+        EB_STORE(out + j + 4, a1, nt);
+    }
+    for (; j + 4 <= n; j += 4)
+        EB_STORE(out + j,
+                 _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j)),
+                 nt);
+    for (; j < n; j++)
+        out[j] = x0[j] * x1[j];
+}
+
+/* Four rows r[k] = p[k * s + 0..3] transposed in registers: afterwards
+ * r[k] holds element k of each input row. */
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose4(__m256d *r)
+{
+    __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]);
+    __m256d t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]);
+    __m256d t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+/* The other source of a TILE4 tile as 4 rows (one per i, 4 values of o):
+ * by how it is laid out along (i, o). */
+enum { LOAD_DIRECT, LOAD_BCAST, LOAD_TRANS };
+
+__attribute__((target("avx2"), always_inline)) static inline void
+load_other(const double *x, int64_t si, int64_t so, int kind, __m256d *m)
+{
+    if (kind == LOAD_DIRECT) {
+        for (int k = 0; k < 4; k++)
+            m[k] = _mm256_loadu_pd(x + k * si);
+    } else if (kind == LOAD_BCAST) {
+        for (int k = 0; k < 4; k++)
+            m[k] = _mm256_broadcast_sd(x + k * si);
+    } else {
+        for (int k = 0; k < 4; k++)
+            m[k] = _mm256_loadu_pd(x + k * so);
+        transpose4(m);
+    }
+}
+
+/* A TILE4 tile of ni x no elements: xt (unit stride along i, stride st
+ * along o) transposed into out (stride oi along i, unit along o), times
+ * xo (strides (xi, xs)) when two sources. Full 4 x 4 blocks in registers,
+ * the edges scalar. */
+__attribute__((target("avx2"))) static void
+tile4_avx2(int64_t ni, int64_t no, const double *xt, int64_t st,
+           const double *xo, int64_t xi, int64_t xs, int nsrc, double *out,
+           int64_t oi, int stream)
+{
+    int kind = xs == 1 ? LOAD_DIRECT : xs == 0 ? LOAD_BCAST : LOAD_TRANS;
+    int64_t ni4 = ni / 4 * 4, no4 = no / 4 * 4;
+    /* Streaming needs every row start aligned: rows of out a multiple of 4
+     * apart and the tile's first element on a 32-byte boundary. */
+    int nt = stream && !(oi & 3) && !((uintptr_t)out & 31);
+    for (int64_t i = 0; i < ni4; i += 4)
+        for (int64_t o = 0; o < no4; o += 4) {
+            __m256d r[4];
+            for (int k = 0; k < 4; k++)
+                r[k] = _mm256_loadu_pd(xt + (o + k) * st + i);
+            transpose4(r);
+            if (nsrc == 2) {
+                __m256d m[4];
+                load_other(xo + i * xi + o * xs, xi, xs, kind, m);
+                for (int k = 0; k < 4; k++)
+                    r[k] = _mm256_mul_pd(r[k], m[k]);
+            }
+            for (int k = 0; k < 4; k++)
+                EB_STORE(out + (i + k) * oi + o, r[k], nt);
+        }
+    for (int64_t i = 0; i < ni; i++)
+        for (int64_t o = i < ni4 ? no4 : 0; o < no; o++) {
+            double v = xt[o * st + i];
+            out[i * oi + o] = nsrc == 2 ? v * xo[i * xi + o * xs] : v;
+        }
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
+                 const double *x0, const double *x1, double *out, int avx2)
+{
+    int last = p->rank - 1;
+    if (avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
+        (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
+        (p->stride[2][last] == 0 || p->stride[2][last] == 1)) {
+        row_avx2(ext[last], x0, p->stride[1][last], x1, p->stride[2][last],
+                 p->nsrc, out, p->stream);
+        return;
+    }
+    if (avx2 && p->mode == EB_PERM_TILE4) {
+        int t = p->tsrc, o = 3 - t, di = p->di;
+        const double *xt = t == 1 ? x0 : x1, *xo = t == 1 ? x1 : x0;
+        tile4_avx2(ext[di], ext[last], xt, p->stride[t][last], xo,
+                   p->stride[o][di], p->stride[o][last], p->nsrc, out,
+                   p->stride[0][di], p->stream);
+        return;
+    }
+    tile_scalar(p, td, nt, ext, x0, x1, out);
+}
+
+/* The loop nest with the split dim limited to [lo, hi): every dim steps by
+ * its block; the tile covers the blocked dims. */
+static void run_nest(const eb_perm *p, const double *x0, const double *x1,
+                     double *out, int64_t lo, int64_t hi)
+{
+    int r = p->rank;
+    int64_t beg[EB_MAX_RANK], end[EB_MAX_RANK], pos[EB_MAX_RANK],
+        ext[EB_MAX_RANK];
+    int td[EB_MAX_RANK], nt = 0;
+    int64_t off[3] = {0, 0, 0};
+    for (int d = 0; d < r; d++) {
+        beg[d] = d == p->split ? lo : 0;
+        end[d] = d == p->split ? hi : p->shape[d];
+        pos[d] = beg[d];
+        if (p->block[d] > 1)
+            td[nt++] = d;
+        for (int s = 0; s < 3; s++)
+            off[s] += beg[d] * p->stride[s][d];
+        if (beg[d] >= end[d])
+            return;
+    }
+    int avx2 = !p->scalar && __builtin_cpu_supports("avx2");
+    for (;;) {
+        for (int k = 0; k < nt; k++) {
+            int d = td[k];
+            ext[d] = end[d] - pos[d] < p->block[d] ? end[d] - pos[d]
+                                                    : p->block[d];
+        }
+        tile(p, td, nt, ext, x0 + off[1], x1 + off[2], out + off[0], avx2);
+        int d = r - 1;
+        for (; d >= 0; d--) {
+            int64_t b = p->block[d];
+            pos[d] += b;
+            for (int s = 0; s < 3; s++)
+                off[s] += b * p->stride[s][d];
+            if (pos[d] < end[d])
+                break;
+            for (int s = 0; s < 3; s++)
+                off[s] -= (pos[d] - beg[d]) * p->stride[s][d];
+            pos[d] = beg[d];
+        }
+        if (d < 0)
+            break;
+    }
+    if (p->stream && avx2)
+        _mm_sfence();
+}
+
+typedef struct {
+    const eb_perm *p;
+    const double *x0, *x1;
+    double *out;
+} perm_job;
+
+static void perm_part(void *arg, int part, int nparts)
+{
+    const perm_job *j = arg;
+    const eb_perm *p = j->p;
+    int d = p->split;
+    int64_t b = p->block[d];
+    long long lo, hi;
+    eb_team_split((p->shape[d] + b - 1) / b, part, nparts, &lo, &hi);
+    int64_t l = lo * b, h = hi * b < p->shape[d] ? hi * b : p->shape[d];
+    if (l < h)
+        run_nest(p, j->x0, j->x1, j->out, l, h);
+}
+
+void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
+                  double *out, eb_team *team)
+{
+    if (p->nsrc == 1)
+        x1 = x0; /* never read: its strides are 0 */
+    if (p->rank == 0) {
+        out[0] = p->nsrc == 2 ? x0[0] * x1[0] : x0[0];
+        return;
+    }
+    if (eb_team_size(team) > 1 && p->split >= 0 &&
+        p->elems >= PERM_PARALLEL_MIN) {
+        perm_job j = {.p = p, .x0 = x0, .x1 = x1, .out = out};
+        eb_team_run(team, perm_part, &j);
+        return;
+    }
+    run_nest(p, x0, x1, out, 0, p->split >= 0 ? p->shape[p->split] : 0);
+}

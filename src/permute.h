@@ -1,0 +1,72 @@
+/*
+ * permute: the permutation engine. Every step that moves data (operand
+ * preparation, permuted outputs, elementwise multiplies and outer products
+ * on views of any strides) is one call of it.
+ *
+ * It computes, over a box of `rank` dims,
+ *     out[i . so] = x0[i . s0]              (one source), or
+ *     out[i . so] = x0[i . s0] * x1[i . s1] (two sources),
+ * where strides are in elements, out's are positive and distinct, and a
+ * source's may be 0 (broadcast: an outer product is a multiply whose
+ * sources each miss the other's dims).
+ *
+ * Plan then execute, after HPTT (springer13/hptt): eb_perm_plan makes every
+ * decision once per layout (which dims merge, the loop order, which dims
+ * form the tile and how large it is, the kernel of the tile, the dim the
+ * team splits); eb_perm_exec only moves data. Tiles are chosen so that each
+ * array is read or written in runs of whole cache lines:
+ *   ROW:   out's innermost dim is also every source's innermost (or a
+ *          source is constant along it): contiguous vector rows;
+ *   TILE4: a source's unit-stride dim differs from out's: square tiles of
+ *          those two dims, moved by AVX2 4x4 transposes in registers;
+ *   GENERIC: anything else (short dims, strided innermost dims): a tile
+ *          spanning each array's innermost dims until each has >= 16
+ *          elements, walked by scalar loops.
+ * The AVX2 kernels are chosen at run time (function-level target, no
+ * -march); the scalar paths give the same results and run under valgrind.
+ *
+ * An eb_perm is a plain value (no pointers): copy it, keep it in a plan.
+ */
+#ifndef EB_PERMUTE_H
+#define EB_PERMUTE_H
+
+#include <stdint.h>
+
+#include "instance.h"
+
+struct eb_team;
+
+typedef enum { EB_PERM_ROW, EB_PERM_TILE4, EB_PERM_GENERIC } eb_perm_mode;
+
+typedef struct {
+    int rank;                       /* after merging; dims outermost first */
+    int nsrc;                       /* 1 or 2 */
+    eb_perm_mode mode;
+    int tsrc;                       /* TILE4: the source read transposed */
+    int di;                         /* TILE4: that source's unit dim */
+    int split;                      /* dim the team splits (-1: none) */
+    int stream;                     /* non-temporal stores (ROW, TILE4) */
+    int scalar;                     /* 1: scalar kernels only (tests) */
+    int64_t elems;                  /* elements written */
+    int64_t shape[EB_MAX_RANK];
+    int64_t block[EB_MAX_RANK];     /* tile extent per dim (1: outside) */
+    int64_t stride[3][EB_MAX_RANK]; /* 0: out, 1: x0, 2: x1 */
+} eb_perm;
+
+/* Plan out = x0 (x1 NULL) or out = x0 * x1 over `rank` dims of `shape`.
+ * Dims may come in any order and include size-1 dims. rank may be 0 (one
+ * element). */
+void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
+                  const int64_t *out_stride, const int64_t *x0_stride,
+                  const int64_t *x1_stride);
+
+/* Execute; x1 is ignored for a one-source plan. The work is split over
+ * `team` (NULL: the calling thread) when it is large enough. */
+void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
+                  double *out, struct eb_team *team);
+
+/* Bytes read and written by one execution, counting each array once (the
+ * traffic the plan's tiles aim for). */
+double eb_perm_bytes(const eb_perm *p);
+
+#endif

@@ -1,0 +1,237 @@
+/* test_permute: the permutation engine against a naive loop, for every
+ * permutation of ranks 1-5 (and 6 on a small box), a sample at ranks 7-8,
+ * odd sizes; one and two sources (compact, strided and broadcast layouts);
+ * vector and scalar kernels; one and two threads. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "permute.h"
+#include "team.h"
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void fill(double *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (double)(next() % 2001) / 1000.0 - 1.0;
+}
+
+/* Compact row-major strides of `shape` in the dim order `ord` (ord[0]
+ * outermost), scaled by `gap` on the innermost dim (a strided view). */
+static int64_t strides_in_order(int r, const int64_t *shape, const int *ord,
+                                int64_t gap, int64_t *st)
+{
+    int64_t s = gap;
+    for (int k = r - 1; k >= 0; k--) {
+        st[ord[k]] = s;
+        s *= shape[ord[k]];
+    }
+    return s;
+}
+
+/* out over `shape` (box dims 0..r-1) compact in dim order oord; sources
+ * laid out by their strides. Returns 1 when the engine agrees with the
+ * naive loop exactly (a permutation and one multiply are exact). */
+static int run_case(int r, const int64_t *shape, const int *oord,
+                    const int64_t *s0, const int64_t *s1, int64_t n0,
+                    int64_t n1, eb_team *team, int scalar)
+{
+    int64_t so[EB_MAX_RANK];
+    int64_t n = strides_in_order(r, shape, oord, 1, so);
+    double *x0 = malloc((size_t)n0 * sizeof *x0);
+    double *x1 = s1 ? malloc((size_t)n1 * sizeof *x1) : NULL;
+    double *out = malloc((size_t)n * sizeof *out);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    fill(x0, n0);
+    if (x1)
+        fill(x1, n1);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = 1e300;
+    int64_t idx[EB_MAX_RANK] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        int64_t rem = e, oo = 0, o0 = 0, o1 = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            idx[d] = rem % shape[d];
+            rem /= shape[d];
+            oo += idx[d] * so[d];
+            o0 += idx[d] * s0[d];
+            if (s1)
+                o1 += idx[d] * s1[d];
+        }
+        ref[oo] = x1 ? x0[o0] * x1[o1] : x0[o0];
+    }
+    eb_perm p;
+    eb_perm_plan(&p, r, shape, so, s0, s1);
+    p.scalar = scalar;
+    eb_perm_exec(&p, x0, x1, out, team);
+    int ok = memcmp(out, ref, (size_t)n * sizeof *out) == 0;
+    free(x0);
+    free(x1);
+    free(out);
+    free(ref);
+    return ok;
+}
+
+/* Every permutation of 0..r-1 in lexicographic order: next one in place,
+ * 0 after the last. */
+static int next_perm(int *a, int r)
+{
+    int i = r - 2;
+    while (i >= 0 && a[i] >= a[i + 1])
+        i--;
+    if (i < 0)
+        return 0;
+    int j = r - 1;
+    while (a[j] <= a[i])
+        j--;
+    int t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+    for (int l = i + 1, h = r - 1; l < h; l++, h--) {
+        t = a[l];
+        a[l] = a[h];
+        a[h] = t;
+    }
+    return 1;
+}
+
+static const int64_t shapes[9][8] = {
+    {0},
+    {37},
+    {37, 21},
+    {19, 5, 23},
+    {7, 5, 3, 9},
+    {5, 3, 7, 3, 5},
+    {3, 5, 3, 3, 5, 3},
+    {3, 3, 5, 3, 3, 3, 5},
+    {3, 3, 3, 5, 3, 3, 3, 3},
+};
+
+/* One source: the input compact in natural order, the output in every
+ * (or a sampled) permutation. */
+static void test_one_source(int r, eb_team *team, int scalar)
+{
+    int ord[8];
+    for (int d = 0; d < r; d++)
+        ord[d] = d;
+    int64_t s0[EB_MAX_RANK];
+    const int64_t *shape = shapes[r];
+    int64_t n0 = strides_in_order(r, shape, ord, 1, s0);
+    int cases = 0, good = 0, k = 0;
+    do {
+        /* Ranks 7 and 8: every 97th and 997th permutation. */
+        if ((r == 7 && k % 97) || (r == 8 && k % 997)) {
+            k++;
+            continue;
+        }
+        k++;
+        cases++;
+        good += run_case(r, shape, ord, s0, NULL, n0, 0, team, scalar);
+    } while (next_perm(ord, r));
+    EB_CHECK(good == cases, "rank %d (%d threads, scalar %d): %d of %d "
+             "permutations right", r, eb_team_size(team), scalar, good, cases);
+}
+
+/* Two sources: x0 compact in a random order with a gap of 2 on its
+ * innermost dim, x1 compact in another random order or broadcast along a
+ * random subset of dims. */
+static void test_two_sources(int r, int cases, eb_team *team, int scalar)
+{
+    const int64_t *shape = shapes[r];
+    int good = 0;
+    for (int c = 0; c < cases; c++) {
+        int o[3][8];
+        for (int q = 0; q < 3; q++) {
+            for (int d = 0; d < r; d++)
+                o[q][d] = d;
+            for (int d = r - 1; d > 0; d--) {
+                int e = (int)(next() % (uint64_t)(d + 1)), t = o[q][d];
+                o[q][d] = o[q][e];
+                o[q][e] = t;
+            }
+        }
+        int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
+        int64_t n0 = strides_in_order(r, shape, o[1], 2, s0);
+        int64_t n1 = strides_in_order(r, shape, o[2], 1, s1);
+        if (c % 2)
+            for (int d = 0; d < r; d++)
+                if (next() % 2)
+                    s1[d] = 0;
+        good += run_case(r, shape, o[0], s0, s1, n0, n1, team, scalar);
+    }
+    EB_CHECK(good == cases, "rank %d two sources (%d threads, scalar %d): "
+             "%d of %d right", r, eb_team_size(team), scalar, good, cases);
+}
+
+/* Shapes large enough for the team to split them. */
+static void test_large(eb_team *team)
+{
+    static const int64_t big[3] = {67, 33, 41};
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    int ord[3] = {0, 1, 2}, good = 0;
+    int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
+    int64_t n0 = strides_in_order(3, big, ord, 1, s0);
+    for (int k = 0; k < 6; k++) {
+        good += run_case(3, big, perms[k], s0, NULL, n0, 0, team, 0);
+        int64_t n1 = strides_in_order(3, big, perms[(k + 1) % 6], 1, s1);
+        good += run_case(3, big, perms[k], s0, s1, n0, n1, team, 0);
+        s1[k % 3] = 0;
+        good += run_case(3, big, perms[k], s0, s1, n0, n1, team, 0);
+    }
+    EB_CHECK(good == 18, "large box (%d threads): %d of 18 right",
+             eb_team_size(team), good);
+}
+
+/* The plan's choices on layouts whose answer is known. */
+static void test_modes(void)
+{
+    eb_perm p;
+    int64_t shape[2] = {64, 32}, id[2] = {32, 1}, tr[2] = {1, 64},
+            bc[2] = {0, 1};
+    eb_perm_plan(&p, 2, shape, id, id, NULL);
+    EB_CHECK(p.mode == EB_PERM_ROW && p.rank == 1 && p.shape[0] == 2048,
+             "a copy merges into one row (mode %d rank %d)", p.mode, p.rank);
+    eb_perm_plan(&p, 2, shape, id, tr, NULL);
+    EB_CHECK(p.mode == EB_PERM_TILE4 && p.block[0] == 16 && p.block[1] == 16,
+             "a transpose runs in 16 x 16 tiles (mode %d)", p.mode);
+    eb_perm_plan(&p, 2, shape, id, bc, id);
+    EB_CHECK(p.mode == EB_PERM_ROW, "a broadcast multiply is rows (mode %d)",
+             p.mode);
+    int64_t s3[3] = {3, 3, 3}, o3[3] = {9, 3, 1}, i3[3] = {1, 3, 9};
+    eb_perm_plan(&p, 3, s3, o3, i3, NULL);
+    EB_CHECK(p.mode == EB_PERM_GENERIC, "short dims take the generic tile "
+             "(mode %d)", p.mode);
+    EB_CHECK(eb_perm_bytes(&p) == 27 * 16, "bytes %g", eb_perm_bytes(&p));
+}
+
+int main(void)
+{
+    eb_error err = {0};
+    eb_team *two = NULL;
+    EB_CHECK(eb_team_create(2, &two, &err) == EB_OK, "team: %s", err.msg);
+    test_modes();
+    for (int r = 1; r <= 8; r++) {
+        test_one_source(r, NULL, 0);
+        if (r <= 6)
+            test_one_source(r, NULL, 1);
+        test_two_sources(r, r <= 5 ? 40 : 10, NULL, 0);
+        test_two_sources(r, 10, NULL, 1);
+        test_two_sources(r, 10, two, 0);
+    }
+    test_one_source(4, two, 0);
+    test_large(NULL);
+    test_large(two);
+    eb_team_destroy(two);
+    return eb_check_done("test_permute");
+}
