@@ -195,6 +195,13 @@ static int kind_ok_c(eb_kind kind, const eb_plan *p, int64_t scm, int64_t scn)
     return 1;
 }
 
+/* Does the permutation engine run the whole step (any operand and output
+ * strides)? */
+static int engine_kind(eb_kind kind)
+{
+    return kind == EB_KIND_MUL || kind == EB_KIND_OUTER;
+}
+
 /* Operand side s (0: A with groups m,k; 1: B with groups k,n). */
 static void layout_operand(const eb_plan *p, const axes *in, int nsum,
                            const orders *o, int s, const int64_t *label_size,
@@ -203,9 +210,10 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
     const group *g1 = s == 0 ? &o->m : &o->k;
     const group *g2 = s == 0 ? &o->k : &o->n;
     int64_t s1, s2;
-    int ok = nsum == 0 && fuse(in, g1, label_size, &s1) &&
-             fuse(in, g2, label_size, &s2);
-    if (ok)
+    int ok = nsum == 0 && (engine_kind(p->kind) ||
+                           (fuse(in, g1, label_size, &s1) &&
+                            fuse(in, g2, label_size, &s2)));
+    if (ok && !engine_kind(p->kind))
         ok = s == 0 ? kind_ok_a(p->kind, p, s1, s2)
                     : kind_ok_b(p->kind, p, s1, s2);
     L->prep[s] = !ok;
@@ -222,7 +230,11 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
                           int nkeep, int fixed, const int64_t *label_size,
                           layout *L)
 {
-    const group *gs[3] = {&o->b, &o->m, &o->n};
+    /* An outer product in its own order puts the larger operand's free
+     * labels innermost: its rows are then copied whole, scaled. */
+    int swap = p->kind == EB_KIND_OUTER && L->lay[0].elems > L->lay[1].elems;
+    const group *gs[3] = {&o->b, swap ? &o->n : &o->m,
+                          swap ? &o->m : &o->n};
     compact_axes(gs, 3, label_size, &L->tmp);
     L->post = 0;
     if (!fixed) {
@@ -236,9 +248,10 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
     const group *one[1] = {&all};
     compact_axes(one, 1, label_size, &L->c);
     int64_t scm, scn;
-    int ok = fuse(&L->c, &o->m, label_size, &scm) &&
-             fuse(&L->c, &o->n, label_size, &scn) &&
-             kind_ok_c(p->kind, p, scm, scn);
+    int ok = engine_kind(p->kind) ||
+             (fuse(&L->c, &o->m, label_size, &scm) &&
+              fuse(&L->c, &o->n, label_size, &scn) &&
+              kind_ok_c(p->kind, p, scm, scn));
     if (!ok) {
         L->post = 1;
         L->cost += L->c.elems;
@@ -424,6 +437,66 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
+static void engine_perm(const axes *c, const axes *la, const axes *lb,
+                        eb_perm *ew)
+{
+    int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sa[EB_MAX_RANK],
+        sb[EB_MAX_RANK];
+    for (int d = 0; d < c->n; d++) {
+        shape[d] = c->size[d];
+        so[d] = c->stride[d];
+        sa[d] = stride_of(la, c->id[d]);
+        sb[d] = stride_of(lb, c->id[d]);
+    }
+    eb_perm_plan(ew, c->n, shape, so, sa, sb);
+}
+
+/* Operands at most this fraction of the output are worth permuting into
+ * the output's order when that turns a tiled step into rows: an outer
+ * product re-reads each operand element many times, and a tile transposes
+ * it again on every read. */
+enum { ENGINE_PREP_RATIO = 4 };
+
+/*
+ * EB_KIND_MUL, EB_KIND_OUTER: one engine plan over the output's labels,
+ * each operand read in its (prepared) layout. When that plan is not rows
+ * and the operands are small next to the output (a broadcast), they are
+ * first permuted into the output's label order, once.
+ */
+static void plan_engine(const layout *L, const axes *ax, const group *sum,
+                        const int64_t *label_size, eb_plan *p)
+{
+    engine_perm(&L->c, &L->lay[0], &L->lay[1], &p->ew);
+    if (p->ew.mode == EB_PERM_ROW)
+        return;
+    axes lay[2];
+    int64_t moved = 0;
+    for (int s = 0; s < 2; s++) {
+        group g = {0};
+        for (int d = 0; d < L->c.n; d++)
+            if (stride_of(&L->lay[s], L->c.id[d]))
+                g.id[g.n++] = L->c.id[d];
+        const group *one[1] = {&g};
+        compact_axes(one, 1, label_size, &lay[s]);
+        moved += ax[s].elems;
+    }
+    eb_perm alt;
+    engine_perm(&L->c, &lay[0], &lay[1], &alt);
+    if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
+        return;
+    p->ew = alt;
+    for (int s = 0; s < 2; s++) {
+        int same = 1;
+        for (int d = 0; d < lay[s].n && same; d++)
+            same = stride_of(&L->lay[s], lay[s].id[d]) == lay[s].stride[d];
+        if (same && !p->prep[s])
+            continue; /* already in the output's order */
+        make_xform(&ax[s], &lay[s], &sum[s], &p->xf[s]);
+        p->prep[s] = 1;
+        p->prep_elems[s] = lay[s].elems;
+    }
+}
+
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
                            const int64_t *label_size, eb_plan *p,
@@ -520,6 +593,15 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
         p->flops = (double)ax[0].elems;
         return EB_OK;
     }
+    double all = (double)p->nbatch * (double)p->M * (double)p->N * (double)p->K;
+    for (int s = 0; s < 2; s++)
+        for (int q = 0; q < sum[s].n; q++)
+            all *= (double)label_size[sum[s].id[q]];
+    p->flops = all * ((gk.n || sum[0].n || sum[1].n) ? 2 : 1);
+    if (engine_kind(p->kind)) {
+        plan_engine(&best, ax, sum, label_size, p);
+        return EB_OK;
+    }
     p->nb = gb.n;
     for (int q = 0; q < gb.n; q++) {
         int l = o->b.id[q];
@@ -535,10 +617,5 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     fuse(&best.lay[1], &o->n, label_size, &p->sbn);
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
-    double all = (double)p->nbatch * (double)p->M * (double)p->N * (double)p->K;
-    for (int s = 0; s < 2; s++)
-        for (int q = 0; q < sum[s].n; q++)
-            all *= (double)label_size[sum[s].id[q]];
-    p->flops = all * ((gk.n || sum[0].n || sum[1].n) ? 2 : 1);
     return EB_OK;
 }

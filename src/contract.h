@@ -28,7 +28,7 @@ struct eb_team;
 typedef enum {
     EB_KIND_COPY,       /* single operand: permute and/or reduce only */
     EB_KIND_MUL,        /* elementwise multiply (batch labels only) */
-    EB_KIND_OUTER,      /* no contracted label */
+    EB_KIND_OUTER,      /* no contracted label (both: permute.h engine) */
     EB_KIND_DOT,        /* contracted labels only (per batch) */
     EB_KIND_GEMV,       /* one side has no free label */
     EB_KIND_GEMM,       /* cblas_dgemm per batch */
@@ -79,6 +79,11 @@ typedef struct {
     int64_t vshape[3][EB_MAX_RANK];
     int64_t vstride[3][2][EB_MAX_RANK];
     double flops;                 /* opt_einsum convention */
+    /* EB_KIND_MUL and EB_KIND_OUTER: the whole step (after any reducing
+     * prep) is one run of the permutation engine, out = A * B over the
+     * kept labels, each operand with stride 0 along the labels it lacks:
+     * any layouts of A, B and C, no post permutation. */
+    eb_perm ew;
 } eb_plan;
 
 /*

@@ -47,12 +47,6 @@ static void kernel_one(const eb_plan *p, const double *a, const double *b,
                        double *c, eb_exec_counters *cnt)
 {
     switch (p->kind) {
-    case EB_KIND_MUL:
-        *c = *a * *b;
-        break;
-    case EB_KIND_OUTER:
-        eb_kern_outer(p->M, p->N, a, p->sam, b, p->sbn, c, p->scm, p->scn);
-        break;
     case EB_KIND_DOT:
         *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
         break;
@@ -100,63 +94,22 @@ static void batch_next(const eb_plan *p, int nd, int64_t *idx, int64_t *off)
     }
 }
 
-/* Elementwise multiply runs its innermost batch dim as one strided row. */
-/*
- * Does the innermost batch dim run as a vector inside one kernel call?
- * Elementwise multiplies always; outer products when that dim has unit
- * stride in C (one outer product per batch element would write each of
- * its M*N elements on another cache line).
- */
-static int vec_rows(const eb_plan *p)
-{
-    if (p->nb == 0)
-        return 0;
-    int last = p->nb - 1;
-    return p->kind == EB_KIND_MUL ||
-           (p->kind == EB_KIND_OUTER && p->bstride[2][last] == 1 &&
-            p->M <= EB_OUTER_WVEC_MAX && p->N <= EB_OUTER_WVEC_MAX &&
-            p->bshape[last] >= 8);
-}
-
-/* Elements [x0, x1) of the innermost batch dim of one row, as a vector. */
-static void vec_row(const eb_plan *p, const double *a, const double *b,
-                    double *c, int64_t x0, int64_t x1)
-{
-    int last = p->nb - 1;
-    int64_t sa = p->bstride[0][last], sb = p->bstride[1][last],
-            sc = p->bstride[2][last];
-    if (p->kind == EB_KIND_MUL)
-        eb_kern_mul_strided(x1 - x0, a + x0 * sa, sa, b + x0 * sb, sb,
-                            c + x0 * sc, sc);
-    else
-        eb_kern_outer_wvec(x1 - x0, p->M, p->N, a + x0 * sa, sa, p->sam,
-                           b + x0 * sb, sb, p->sbn, c + x0 * sc, p->scm,
-                           p->scn);
-}
-
-/* Rows [lo, hi) of the batch space. A row is one batch element, or for a
- * vector kernel (vec_rows) one run of the innermost batch dim. */
+/* Batch elements [lo, hi). */
 static void run_rows(const eb_plan *p, const double *a, const double *b,
                      double *c, int64_t lo, int64_t hi, eb_exec_counters *cnt)
 {
-    int vec = vec_rows(p);
-    int nd = vec ? p->nb - 1 : p->nb;
     int64_t idx[EB_MAX_RANK], off[3];
-    batch_offsets(p, nd, lo, idx, off);
+    batch_offsets(p, p->nb, lo, idx, off);
     for (int64_t i = lo; i < hi; i++) {
-        if (vec)
-            vec_row(p, a + off[0], b + off[1], c + off[2], 0,
-                    p->bshape[p->nb - 1]);
-        else
-            kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
-        batch_next(p, nd, idx, off);
+        kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
+        batch_next(p, p->nb, idx, off);
     }
 }
 
 static int64_t row_count(const eb_plan *p)
 {
     int64_t n = 1;
-    for (int d = 0; d < (vec_rows(p) ? p->nb - 1 : p->nb); d++)
+    for (int d = 0; d < p->nb; d++)
         n *= p->bshape[d];
     return n;
 }
@@ -178,17 +131,9 @@ static void rows_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
     const eb_plan *p = j->p;
-    int64_t rows = row_count(p);
     long long lo, hi;
-    if (rows >= nparts || !vec_rows(p)) {
-        eb_team_split(rows, part, nparts, &lo, &hi);
-        run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
-        return;
-    }
-    /* One long vector row: split the row itself. */
-    eb_team_split(p->bshape[p->nb - 1], part, nparts, &lo, &hi);
-    if (lo < hi)
-        vec_row(p, j->a, j->b, j->c, lo, hi);
+    eb_team_split(row_count(p), part, nparts, &lo, &hi);
+    run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
 }
 
 /* Part `part` of nparts of C's longer side, cut in multiples of unit:
@@ -281,7 +226,7 @@ static void run_batched(const eb_plan *p, const double *a, const double *b,
                   (double)p->K;
     int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
     if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
-        (rows > 1 || vec_rows(p))) {
+        rows > 1) {
         job j = {.p = p, .a = a, .b = b, .c = c};
         eb_team_run(team, rows_part, &j);
         return;
@@ -433,6 +378,10 @@ void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
     }
     if (p->kind == EB_KIND_VEC_GEMM) {
         run_vec(p, a, b, out, tmp, team);
+        return;
+    }
+    if (p->kind == EB_KIND_MUL || p->kind == EB_KIND_OUTER) {
+        eb_perm_exec(&p->ew, a, b, out, team);
         return;
     }
     double *c = p->post ? tmp : out;

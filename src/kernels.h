@@ -14,31 +14,6 @@
 #include "instance.h"
 #include "permute.h"
 
-/* c[i] = a[i] * b[i] for contiguous arrays; AVX2 main loop when the CPU has
- * it (chosen at run time), scalar tail. */
-void eb_kern_mul(int64_t n, const double *a, const double *b, double *c);
-
-/* c[i*sc] = a[i*sa] * b[i*sb]. */
-void eb_kern_mul_strided(int64_t n, const double *a, int64_t sa,
-                         const double *b, int64_t sb, double *c, int64_t sc);
-
-/* c[m*scm + n*scn] = a[m*sam] * b[n*sbn]. */
-void eb_kern_outer(int64_t M, int64_t N, const double *a, int64_t sam,
-                   const double *b, int64_t sbn, double *c, int64_t scm,
-                   int64_t scn);
-
-/* Outer products along a batch dim x that has unit stride in C:
- * c[m*scm + n*scn + x] = a[x*saw + m*sam] * b[x*sbw + n*sbn] for x < W.
- * One outer product per x would write M*N elements each on another cache
- * line; instead blocks of x are gathered into rows (A's per m, B's per n)
- * and every (m, n) row of C is one contiguous vector multiply.
- * M, N <= EB_OUTER_WVEC_MAX. */
-enum { EB_OUTER_WVEC_MAX = 64 };
-void eb_kern_outer_wvec(int64_t W, int64_t M, int64_t N, const double *a,
-                        int64_t saw, int64_t sam, const double *b,
-                        int64_t sbw, int64_t sbn, double *c, int64_t scm,
-                        int64_t scn);
-
 /* sum_k a[k*sa] * b[k*sb]. */
 double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
                    int64_t sb);

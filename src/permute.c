@@ -13,7 +13,20 @@ enum { GENERIC_RUN = 16 };
 
 /* Side of a TILE4 tile: 16 x 16 doubles, 2 KiB per array, in L1 together
  * with the other arrays' tiles; 16 sub-tiles of 4 x 4. */
-enum { TILE_SIDE = 16 };
+#ifndef TILE_SIDE
+#define TILE_SIDE 16
+#endif
+
+/* TILE4 needs both tile dims this long: shorter ones leave more scalar
+ * edge than 4 x 4 blocks, and the GENERIC tile's offset table does better
+ * (test_permute's rank-4 to rank-8 boxes of 5s and 3s: 2-3x fewer
+ * instructions). */
+enum { TILE4_MIN = 8 };
+
+/* GENERIC tiles of at most this many elements run from a table of
+ * offsets built once per execution: one flat loop instead of nested loops
+ * of three or five iterations. */
+enum { TABLE_MAX = 512 };
 
 /* Below this many elements a job stays on one thread (waking the team costs
  * microseconds). */
@@ -78,6 +91,14 @@ static void simplify(eb_perm *p, int rank, const int64_t *shape,
     p->rank = r;
 }
 
+static int64_t tile_elems(const eb_perm *p)
+{
+    int64_t n = 1;
+    for (int d = 0; d < p->rank; d++)
+        n *= p->block[d];
+    return n;
+}
+
 /* GENERIC: grow the tile along array s's innermost dims until it holds
  * GENERIC_RUN elements of them. */
 static void grow_tile(eb_perm *p, int s)
@@ -95,9 +116,13 @@ static void grow_tile(eb_perm *p, int s)
         if (best < 0)
             return;
         used[best] = 1;
+        /* A dim at most twice what is missing goes in whole: a partial
+         * block of a short dim would cost a second, tiny tile. */
         int64_t want = (GENERIC_RUN + prod - 1) / prod;
-        if (want > p->shape[best])
+        if (p->shape[best] <= 2 * want)
             want = p->shape[best];
+        if (tile_elems(p) / p->block[best] * want > TABLE_MAX && prod > 1)
+            return; /* the tile would not fit its table */
         if (want > p->block[best])
             p->block[best] = want;
         prod *= want;
@@ -129,7 +154,7 @@ static void choose_mode(eb_perm *p)
         int di = unit_dim(p, t);
         if (di < 0 || di == dout || p->stride[t][di] != 1 ||
             p->stride[t][dout] == 0 || p->stride[0][dout] != 1 ||
-            p->shape[di] < 4 || p->shape[dout] < 4)
+            p->shape[di] < TILE4_MIN || p->shape[dout] < TILE4_MIN)
             continue;
         if (p->nsrc == 2 && !tile4_other_ok(p, 3 - t, di, dout))
             continue;
@@ -184,7 +209,7 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
     }
     choose_mode(p);
     p->split = choose_split(p);
-    p->stream = p->mode != EB_PERM_GENERIC &&
+    p->stream = 0 && p->mode != EB_PERM_GENERIC &&
                 (double)p->elems * 8 > PERM_STREAM_BYTES;
 }
 
@@ -212,7 +237,9 @@ static void tile_scalar(const eb_perm *p, const int *td, int nt,
     int last = td[nt - 1];
     int64_t n = ext[last], so = p->stride[0][last], s0 = p->stride[1][last],
             s1 = p->stride[2][last];
-    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t idx[EB_MAX_RANK];
+    for (int k = 0; k < nt; k++)
+        idx[k] = 0;
     int64_t oo = 0, o0 = 0, o1 = 0;
     for (;;) {
         double *restrict w = out + oo;
@@ -416,48 +443,103 @@ static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
     tile_scalar(p, td, nt, ext, x0, x1, out);
 }
 
-/* The loop nest with the split dim limited to [lo, hi): every dim steps by
- * its block; the tile covers the blocked dims. */
+/* Offsets of a full GENERIC tile's elements in out, x0 and x1, in out's
+ * order; returns the element count (0: no table, the tile is too large). */
+static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
+{
+    int64_t n = tile_elems(p);
+    if (n > TABLE_MAX)
+        return 0;
+    int64_t idx[EB_MAX_RANK], off[3] = {0, 0, 0};
+    for (int k = 0; k < nt; k++)
+        idx[k] = 0;
+    for (int64_t e = 0; e < n; e++) {
+        for (int s = 0; s < 3; s++) {
+            if (off[s] > INT32_MAX || off[s] < INT32_MIN)
+                return 0;
+            t[s * TABLE_MAX + e] = (int32_t)off[s];
+        }
+        for (int k = nt - 1; k >= 0; k--) {
+            int d = td[k];
+            for (int s = 0; s < 3; s++)
+                off[s] += p->stride[s][d];
+            if (++idx[k] < p->block[d])
+                break;
+            for (int s = 0; s < 3; s++)
+                off[s] -= p->stride[s][d] * p->block[d];
+            idx[k] = 0;
+        }
+    }
+    return (int)n;
+}
+
+static void tile_table(int n, const int32_t *t, const double *x0,
+                       const double *x1, int nsrc, double *out)
+{
+    const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
+    if (nsrc == 2)
+        for (int e = 0; e < n; e++)
+            out[to[e]] = x0[t0[e]] * x1[t1[e]];
+    else
+        for (int e = 0; e < n; e++)
+            out[to[e]] = x0[t0[e]];
+}
+
+/* The loop nest with the split dim limited to [lo, hi): every dim of more
+ * than one block steps by its block; the tile covers the blocked dims. */
 static void run_nest(const eb_perm *p, const double *x0, const double *x1,
                      double *out, int64_t lo, int64_t hi)
 {
     int r = p->rank;
     int64_t beg[EB_MAX_RANK], end[EB_MAX_RANK], pos[EB_MAX_RANK],
         ext[EB_MAX_RANK];
-    int td[EB_MAX_RANK], nt = 0;
+    int td[EB_MAX_RANK], nt = 0, ld[EB_MAX_RANK], nl = 0;
     int64_t off[3] = {0, 0, 0};
     for (int d = 0; d < r; d++) {
         beg[d] = d == p->split ? lo : 0;
         end[d] = d == p->split ? hi : p->shape[d];
         pos[d] = beg[d];
+        ext[d] = end[d] - beg[d] < p->block[d] ? end[d] - beg[d] : p->block[d];
         if (p->block[d] > 1)
             td[nt++] = d;
+        if (end[d] - beg[d] > p->block[d])
+            ld[nl++] = d;
         for (int s = 0; s < 3; s++)
             off[s] += beg[d] * p->stride[s][d];
         if (beg[d] >= end[d])
             return;
     }
     int avx2 = !p->scalar && __builtin_cpu_supports("avx2");
+    int32_t table[3 * TABLE_MAX];
+    int ntab = p->mode == EB_PERM_GENERIC || !avx2
+                   ? build_table(p, td, nt, table) : 0;
     for (;;) {
-        for (int k = 0; k < nt; k++) {
-            int d = td[k];
-            ext[d] = end[d] - pos[d] < p->block[d] ? end[d] - pos[d]
-                                                    : p->block[d];
-        }
-        tile(p, td, nt, ext, x0 + off[1], x1 + off[2], out + off[0], avx2);
-        int d = r - 1;
-        for (; d >= 0; d--) {
+        int full = 1;
+        for (int k = 0; k < nt; k++)
+            full = full && ext[td[k]] == p->block[td[k]];
+        if (ntab && full)
+            tile_table(ntab, table, x0 + off[1], x1 + off[2], p->nsrc,
+                       out + off[0]);
+        else
+            tile(p, td, nt, ext, x0 + off[1], x1 + off[2], out + off[0],
+                 avx2);
+        int k = nl - 1;
+        for (; k >= 0; k--) {
+            int d = ld[k];
             int64_t b = p->block[d];
             pos[d] += b;
             for (int s = 0; s < 3; s++)
                 off[s] += b * p->stride[s][d];
-            if (pos[d] < end[d])
+            if (pos[d] < end[d]) {
+                ext[d] = end[d] - pos[d] < b ? end[d] - pos[d] : b;
                 break;
+            }
             for (int s = 0; s < 3; s++)
                 off[s] -= (pos[d] - beg[d]) * p->stride[s][d];
             pos[d] = beg[d];
+            ext[d] = end[d] - beg[d] < b ? end[d] - beg[d] : b;
         }
-        if (d < 0)
+        if (k < 0)
             break;
     }
     if (p->stream && avx2)

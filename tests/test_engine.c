@@ -113,10 +113,10 @@ static const case_t cases[] = {
     {"ijb,jkb->ikb", "i=12,j=144,k=12,b=300", EB_KIND_VEC_GEMM, 0},
     {"ijb,jb->ib", "i=11,j=13,b=70", EB_KIND_VEC_GEMM, 0},
     {"ijb,jkb->ikb", "i=5,j=7,k=6,b=7", -1, -1},
-    /* Outer products along a batch dim of unit stride in C: vectors along
-     * it (one block of 64, a tail of 37 after two blocks, a single row split
-     * over the threads, rows over an outer batch dim, M or N past 64). */
-    {"bi,bj->ijb", "b=37,i=11,j=11", EB_KIND_OUTER, 0},
+    /* Outer products along a batch dim of unit stride in C: the engine's
+     * rows along it; operands small next to C (the first) are first
+     * permuted into C's order, the others are read in tiles as they lie. */
+    {"bi,bj->ijb", "b=37,i=11,j=11", EB_KIND_OUTER, 2},
     {"bi,bj->jib", "b=165,i=3,j=64", EB_KIND_OUTER, 0},
     {"bi,bj->ijb", "b=3000,i=5,j=6", EB_KIND_OUTER, 0},
     {"zbi,zbj->zijb", "z=3,b=70,i=4,j=9", EB_KIND_OUTER, 0},
