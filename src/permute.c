@@ -234,6 +234,25 @@ double eb_perm_bytes(const eb_perm *p)
 
 /* ---- tiles -------------------------------------------------------------- */
 
+/* One step of an odometer over dims td[0..n-1] (the last fastest) with
+ * extents ext[], carrying the offsets off[3] of out, x0 and x1 along;
+ * 0 when it wrapped around (the walk is over). */
+static int odometer_next(const eb_perm *p, const int *td, int n,
+                         const int64_t *ext, int64_t *idx, int64_t *off)
+{
+    for (int k = n - 1; k >= 0; k--) {
+        int d = td[k];
+        for (int s = 0; s < 3; s++)
+            off[s] += p->stride[s][d];
+        if (++idx[k] < ext[d])
+            return 1;
+        for (int s = 0; s < 3; s++)
+            off[s] -= p->stride[s][d] * ext[d];
+        idx[k] = 0;
+    }
+    return 0;
+}
+
 /* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
  * (outermost first; the last is out's innermost dim), scalar. */
 static void tile_scalar(const eb_perm *p, const int *td, int nt,
@@ -246,34 +265,19 @@ static void tile_scalar(const eb_perm *p, const int *td, int nt,
     int64_t idx[EB_MAX_RANK];
     for (int k = 0; k < nt; k++)
         idx[k] = 0;
-    int64_t oo = 0, o0 = 0, o1 = 0;
-    for (;;) {
-        double *restrict w = out + oo;
-        const double *a = x0 + o0;
+    int64_t off[3] = {0, 0, 0};
+    do {
+        double *restrict w = out + off[0];
+        const double *a = x0 + off[1];
         if (p->nsrc == 2) {
-            const double *b = x1 + o1;
+            const double *b = x1 + off[2];
             for (int64_t j = 0; j < n; j++)
                 w[j * so] = a[j * s0] * b[j * s1];
         } else {
             for (int64_t j = 0; j < n; j++)
                 w[j * so] = a[j * s0];
         }
-        int k = nt - 2;
-        for (; k >= 0; k--) {
-            int d = td[k];
-            oo += p->stride[0][d];
-            o0 += p->stride[1][d];
-            o1 += p->stride[2][d];
-            if (++idx[k] < ext[d])
-                break;
-            oo -= p->stride[0][d] * ext[d];
-            o0 -= p->stride[1][d] * ext[d];
-            o1 -= p->stride[2][d] * ext[d];
-            idx[k] = 0;
-        }
-        if (k < 0)
-            return;
-    }
+    } while (odometer_next(p, td, nt - 1, ext, idx, off));
 }
 
 /* Store one vector of out: streamed (the caller checked alignment) or
@@ -465,16 +469,7 @@ static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
                 return 0;
             t[s * TABLE_MAX + e] = (int32_t)off[s];
         }
-        for (int k = nt - 1; k >= 0; k--) {
-            int d = td[k];
-            for (int s = 0; s < 3; s++)
-                off[s] += p->stride[s][d];
-            if (++idx[k] < p->block[d])
-                break;
-            for (int s = 0; s < 3; s++)
-                off[s] -= p->stride[s][d] * p->block[d];
-            idx[k] = 0;
-        }
+        odometer_next(p, td, nt, p->block, idx, off);
     }
     return (int)n;
 }

@@ -10,14 +10,13 @@
 #include "permute.h"
 #include "team.h"
 
+/* A linear congruential generator (Knuth's MMIX constants), high bits. */
 static uint64_t rng = 88172645463325252ULL;
 
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return rng >> 33;
 }
 
 static void fill(double *x, int64_t n)
