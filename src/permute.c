@@ -38,12 +38,6 @@ enum { TILE4_MIN = 8 };
  * microseconds). */
 enum { PERM_PARALLEL_MIN = 1 << 16 };
 
-/* Outputs larger than this are written with non-temporal stores: they
- * cannot stay in the last-level cache anyway (32 MiB on this machine
- * class, shared with the inputs), and streaming saves the read of every
- * output line before it is written. */
-#define PERM_STREAM_BYTES (24.0 * 1024 * 1024)
-
 static int64_t iabs64(int64_t v)
 {
     return v < 0 ? -v : v;
@@ -215,8 +209,6 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
     }
     choose_mode(p);
     p->split = choose_split(p);
-    p->stream = 0 && p->mode != EB_PERM_GENERIC &&
-                (double)p->elems * 8 > PERM_STREAM_BYTES;
 }
 
 double eb_perm_bytes(const eb_perm *p)
@@ -280,17 +272,11 @@ static void tile_scalar(const eb_perm *p, const int *td, int nt,
     } while (odometer_next(p, td, nt - 1, ext, idx, off));
 }
 
-/* Store one vector of out: streamed (the caller checked alignment) or
- * not. */
-#define EB_STORE(ptr, v, nt) \
-    ((nt) ? _mm256_stream_pd((ptr), (v)) : _mm256_storeu_pd((ptr), (v)))
-
 /* One row of n elements with unit stride in out: x0 along the row with
- * stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources). Streams
- * when asked, after a scalar head up to a 32-byte boundary. */
+ * stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources). */
 __attribute__((target("avx2"))) static void
 row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
-         int64_t s1, int nsrc, double *out, int stream)
+         int64_t s1, int nsrc, double *out)
 {
     if (nsrc == 2 && s0 == 0 && s1 == 1) {
         const double *t = x0;
@@ -300,15 +286,11 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
         s1 = 0;
     }
     int64_t j = 0;
-    if (stream)
-        for (; j < n && ((uintptr_t)(out + j) & 31); j++)
-            out[j] = x0[j * s0] * (nsrc == 2 ? x1[j * s1] : 1.0);
-    int nt = stream != 0;
     if (s0 == 0) {
         double c = nsrc == 2 ? x0[0] * x1[0] : x0[0];
         __m256d v = _mm256_set1_pd(c);
         for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j, v, nt);
+            _mm256_storeu_pd(out + j, v);
         for (; j < n; j++)
             out[j] = c;
         return;
@@ -317,13 +299,13 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
         for (; j + 16 <= n; j += 16) {
             __m256d a0 = _mm256_loadu_pd(x0 + j), a1 = _mm256_loadu_pd(x0 + j + 4);
             __m256d a2 = _mm256_loadu_pd(x0 + j + 8), a3 = _mm256_loadu_pd(x0 + j + 12);
-            EB_STORE(out + j, a0, nt);
-            EB_STORE(out + j + 4, a1, nt);
-            EB_STORE(out + j + 8, a2, nt);
-            EB_STORE(out + j + 12, a3, nt);
+            _mm256_storeu_pd(out + j, a0);
+            _mm256_storeu_pd(out + j + 4, a1);
+            _mm256_storeu_pd(out + j + 8, a2);
+            _mm256_storeu_pd(out + j + 12, a3);
         }
         for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j, _mm256_loadu_pd(x0 + j), nt);
+            _mm256_storeu_pd(out + j, _mm256_loadu_pd(x0 + j));
         for (; j < n; j++)
             out[j] = x0[j];
         return;
@@ -334,11 +316,11 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
         for (; j + 8 <= n; j += 8) {
             __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v);
             __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4), v);
-            EB_STORE(out + j, a0, nt);
-            EB_STORE(out + j + 4, a1, nt);
+            _mm256_storeu_pd(out + j, a0);
+            _mm256_storeu_pd(out + j + 4, a1);
         }
         for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v), nt);
+            _mm256_storeu_pd(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v));
         for (; j < n; j++)
             out[j] = x0[j] * c;
         return;
@@ -347,13 +329,12 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
         __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j));
         __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4),
                                    _mm256_loadu_pd(x1 + j + 4));
-        EB_STORE(out + j, a0, nt);
-        EB_STORE(out + j + 4, a1, nt);
+        _mm256_storeu_pd(out + j, a0);
+        _mm256_storeu_pd(out + j + 4, a1);
     }
     for (; j + 4 <= n; j += 4)
-        EB_STORE(out + j,
-                 _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j)),
-                 nt);
+        _mm256_storeu_pd(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j),
+                                                _mm256_loadu_pd(x1 + j)));
     for (; j < n; j++)
         out[j] = x0[j] * x1[j];
 }
@@ -400,13 +381,10 @@ load_other(const double *x, int64_t si, int64_t so, int kind, __m256d *m)
 __attribute__((target("avx2"))) static void
 tile4_avx2(int64_t ni, int64_t no, const double *xt, int64_t st,
            const double *xo, int64_t xi, int64_t xs, int nsrc, double *out,
-           int64_t oi, int stream)
+           int64_t oi)
 {
     int kind = xs == 1 ? LOAD_DIRECT : xs == 0 ? LOAD_BCAST : LOAD_TRANS;
     int64_t ni4 = ni / 4 * 4, no4 = no / 4 * 4;
-    /* Streaming needs every row start aligned: rows of out a multiple of 4
-     * apart and the tile's first element on a 32-byte boundary. */
-    int nt = stream && !(oi & 3) && !((uintptr_t)out & 31);
     for (int64_t i = 0; i < ni4; i += 4)
         for (int64_t o = 0; o < no4; o += 4) {
             __m256d r[4];
@@ -420,7 +398,7 @@ tile4_avx2(int64_t ni, int64_t no, const double *xt, int64_t st,
                     r[k] = _mm256_mul_pd(r[k], m[k]);
             }
             for (int k = 0; k < 4; k++)
-                EB_STORE(out + (i + k) * oi + o, r[k], nt);
+                _mm256_storeu_pd(out + (i + k) * oi + o, r[k]);
         }
     for (int64_t i = 0; i < ni; i++)
         for (int64_t o = i < ni4 ? no4 : 0; o < no; o++) {
@@ -439,7 +417,7 @@ static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
         (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
         (p->stride[2][last] == 0 || p->stride[2][last] == 1)) {
         row_avx2(ext[last], x0, p->stride[1][last], x1, p->stride[2][last],
-                 p->nsrc, out, p->stream);
+                 p->nsrc, out);
         return;
     }
     if (avx2 && p->mode == EB_PERM_TILE4) {
@@ -447,7 +425,7 @@ static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
         const double *xt = t == 1 ? x0 : x1, *xo = t == 1 ? x1 : x0;
         tile4_avx2(ext[di], ext[last], xt, p->stride[t][last], xo,
                    p->stride[o][di], p->stride[o][last], p->nsrc, out,
-                   p->stride[0][di], p->stream);
+                   p->stride[0][di]);
         return;
     }
     tile_scalar(p, td, nt, ext, x0, x1, out);
@@ -543,8 +521,6 @@ static void run_nest(const eb_perm *p, const double *x0, const double *x1,
         if (k < 0)
             break;
     }
-    if (p->stream && avx2)
-        _mm_sfence();
 }
 
 typedef struct {
