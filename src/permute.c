@@ -34,6 +34,11 @@ enum { TILE4_MIN = 8 };
 #define TABLE_MAX 2048
 #endif
 
+/* Long rows are cut into pieces of this many elements (32 KiB of out):
+ * nothing is lost per piece, and the team can split a single row (an
+ * elementwise multiply of two compact arrays is one row). */
+enum { ROW_BLOCK = 4096 };
+
 /* Below this many elements a job stays on one thread (waking the team costs
  * microseconds). */
 enum { PERM_PARALLEL_MIN = 1 << 16 };
@@ -147,7 +152,8 @@ static void choose_mode(eb_perm *p)
         row = row && (p->stride[s][dout] == 0 || unit_dim(p, s) == dout);
     if (row) {
         p->mode = EB_PERM_ROW;
-        p->block[dout] = p->shape[dout];
+        p->block[dout] =
+            p->shape[dout] <= 2 * ROW_BLOCK ? p->shape[dout] : ROW_BLOCK;
         return;
     }
     for (int t = 1; t <= p->nsrc; t++) {

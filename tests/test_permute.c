@@ -188,7 +188,11 @@ static void test_large(eb_team *team)
         s1[k % 3] = 0;
         good += run_case(3, big, perms[k], s0, s1, n0, n1, team, 0);
     }
-    EB_CHECK(good == 18, "large box (%d threads): %d of 18 right",
+    /* One long row (an elementwise multiply, a copy): split too. */
+    int64_t len = 100003, one = 1;
+    good += run_case(1, &len, ord, &one, &one, len, len, team, 0);
+    good += run_case(1, &len, ord, &one, NULL, len, 0, team, 0);
+    EB_CHECK(good == 20, "large box (%d threads): %d of 20 right",
              eb_team_size(team), good);
 }
 
@@ -201,6 +205,11 @@ static void test_modes(void)
     eb_perm_plan(&p, 2, shape, id, id, NULL);
     EB_CHECK(p.mode == EB_PERM_ROW && p.rank == 1 && p.shape[0] == 2048,
              "a copy merges into one row (mode %d rank %d)", p.mode, p.rank);
+    int64_t len = 1 << 20, one = 1;
+    eb_perm_plan(&p, 1, &len, &one, &one, &one);
+    EB_CHECK(p.mode == EB_PERM_ROW && p.split == 0 && p.block[0] == 4096,
+             "a long row is cut for the team (split %d block %lld)", p.split,
+             (long long)p.block[0]);
     eb_perm_plan(&p, 2, shape, id, tr, NULL);
     EB_CHECK(p.mode == EB_PERM_TILE4 && p.block[0] == 16 && p.block[1] == 16,
              "a transpose runs in 16 x 16 tiles (mode %d)", p.mode);
