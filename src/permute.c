@@ -147,7 +147,11 @@ static void choose_mode(eb_perm *p)
     int r = p->rank, dout = r - 1;
     for (int d = 0; d < r; d++)
         p->block[d] = 1;
-    int row = 1;
+    /* Rows shorter than a GENERIC run would cost a pass of the loop nest
+     * for every few elements (callgrind on tensornetwork_permutation_light,
+     * eager: rows of 2 and 4 made the engine 2.5x the old kernel's
+     * instructions); the GENERIC tile takes several of them at once. */
+    int row = p->shape[dout] >= GENERIC_RUN / 2;
     for (int s = 1; s <= p->nsrc; s++)
         row = row && (p->stride[s][dout] == 0 || unit_dim(p, s) == dout);
     if (row) {
