@@ -1,4 +1,6 @@
-/* permute: the permutation engine (see permute.h). */
+/* permute: the permutation engine (see permute.h). The functions that move
+ * data are named eb_kern_perm_* so that profiles group them with the other
+ * kernels (scripts/callgrind-window's `engine` category). */
 #include "permute.h"
 
 #include <immintrin.h>
@@ -257,9 +259,9 @@ static int odometer_next(const eb_perm *p, const int *td, int n,
 
 /* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
  * (outermost first; the last is out's innermost dim), scalar. */
-static void tile_scalar(const eb_perm *p, const int *td, int nt,
-                        const int64_t *ext, const double *x0, const double *x1,
-                        double *out)
+static void eb_kern_perm_scalar(const eb_perm *p, const int *td, int nt,
+                                const int64_t *ext, const double *x0,
+                                const double *x1, double *out)
 {
     int last = td[nt - 1];
     int64_t n = ext[last], so = p->stride[0][last], s0 = p->stride[1][last],
@@ -285,8 +287,8 @@ static void tile_scalar(const eb_perm *p, const int *td, int nt,
 /* One row of n elements with unit stride in out: x0 along the row with
  * stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources). */
 __attribute__((target("avx2"))) static void
-row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
-         int64_t s1, int nsrc, double *out)
+eb_kern_perm_row_avx2(int64_t n, const double *x0, int64_t s0,
+                      const double *x1, int64_t s1, int nsrc, double *out)
 {
     if (nsrc == 2 && s0 == 0 && s1 == 1) {
         const double *t = x0;
@@ -307,8 +309,10 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
     }
     if (nsrc == 1) {
         for (; j + 16 <= n; j += 16) {
-            __m256d a0 = _mm256_loadu_pd(x0 + j), a1 = _mm256_loadu_pd(x0 + j + 4);
-            __m256d a2 = _mm256_loadu_pd(x0 + j + 8), a3 = _mm256_loadu_pd(x0 + j + 12);
+            __m256d a0 = _mm256_loadu_pd(x0 + j);
+            __m256d a1 = _mm256_loadu_pd(x0 + j + 4);
+            __m256d a2 = _mm256_loadu_pd(x0 + j + 8);
+            __m256d a3 = _mm256_loadu_pd(x0 + j + 12);
             _mm256_storeu_pd(out + j, a0);
             _mm256_storeu_pd(out + j + 4, a1);
             _mm256_storeu_pd(out + j + 8, a2);
@@ -330,13 +334,15 @@ row_avx2(int64_t n, const double *x0, int64_t s0, const double *x1,
             _mm256_storeu_pd(out + j + 4, a1);
         }
         for (; j + 4 <= n; j += 4)
-            _mm256_storeu_pd(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v));
+            _mm256_storeu_pd(out + j,
+                             _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v));
         for (; j < n; j++)
             out[j] = x0[j] * c;
         return;
     }
     for (; j + 8 <= n; j += 8) {
-        __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j));
+        __m256d a0 =
+            _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j));
         __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4),
                                    _mm256_loadu_pd(x1 + j + 4));
         _mm256_storeu_pd(out + j, a0);
@@ -389,9 +395,9 @@ load_other(const double *x, int64_t si, int64_t so, int kind, __m256d *m)
  * xo (strides (xi, xs)) when two sources. Full 4 x 4 blocks in registers,
  * the edges scalar. */
 __attribute__((target("avx2"))) static void
-tile4_avx2(int64_t ni, int64_t no, const double *xt, int64_t st,
-           const double *xo, int64_t xi, int64_t xs, int nsrc, double *out,
-           int64_t oi)
+eb_kern_perm_tile4_avx2(int64_t ni, int64_t no, const double *xt,
+                        int64_t st, const double *xo, int64_t xi, int64_t xs,
+                        int nsrc, double *out, int64_t oi)
 {
     int kind = xs == 1 ? LOAD_DIRECT : xs == 0 ? LOAD_BCAST : LOAD_TRANS;
     int64_t ni4 = ni / 4 * 4, no4 = no / 4 * 4;
@@ -426,19 +432,19 @@ static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
     if (avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
         (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
         (p->stride[2][last] == 0 || p->stride[2][last] == 1)) {
-        row_avx2(ext[last], x0, p->stride[1][last], x1, p->stride[2][last],
-                 p->nsrc, out);
+        eb_kern_perm_row_avx2(ext[last], x0, p->stride[1][last], x1,
+                              p->stride[2][last], p->nsrc, out);
         return;
     }
     if (avx2 && p->mode == EB_PERM_TILE4) {
         int t = p->tsrc, o = 3 - t, di = p->di;
         const double *xt = t == 1 ? x0 : x1, *xo = t == 1 ? x1 : x0;
-        tile4_avx2(ext[di], ext[last], xt, p->stride[t][last], xo,
+        eb_kern_perm_tile4_avx2(ext[di], ext[last], xt, p->stride[t][last], xo,
                    p->stride[o][di], p->stride[o][last], p->nsrc, out,
                    p->stride[0][di]);
         return;
     }
-    tile_scalar(p, td, nt, ext, x0, x1, out);
+    eb_kern_perm_scalar(p, td, nt, ext, x0, x1, out);
 }
 
 /* Offsets of a full GENERIC tile's elements in out, x0 and x1, in out's
@@ -462,7 +468,7 @@ static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
     return (int)n;
 }
 
-static void tile_table(int n, const int32_t *t, const double *x0,
+static void eb_kern_perm_table(int n, const int32_t *t, const double *x0,
                        const double *x1, int nsrc, double *out)
 {
     const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
@@ -476,8 +482,9 @@ static void tile_table(int n, const int32_t *t, const double *x0,
 
 /* The loop nest with the split dim limited to [lo, hi): every dim of more
  * than one block steps by its block; the tile covers the blocked dims. */
-static void run_nest(const eb_perm *p, const double *x0, const double *x1,
-                     double *out, int64_t lo, int64_t hi)
+static void eb_kern_perm_nest(const eb_perm *p, const double *x0,
+                              const double *x1, double *out, int64_t lo,
+                              int64_t hi)
 {
     int r = p->rank;
     int64_t beg[EB_MAX_RANK], end[EB_MAX_RANK], pos[EB_MAX_RANK],
@@ -507,7 +514,7 @@ static void run_nest(const eb_perm *p, const double *x0, const double *x1,
         for (int k = 0; k < nt; k++)
             full = full && ext[td[k]] == p->block[td[k]];
         if (ntab && full)
-            tile_table(ntab, table, x0 + off[1], x1 + off[2], p->nsrc,
+            eb_kern_perm_table(ntab, table, x0 + off[1], x1 + off[2], p->nsrc,
                        out + off[0]);
         else
             tile(p, td, nt, ext, x0 + off[1], x1 + off[2], out + off[0],
@@ -549,7 +556,7 @@ static void perm_part(void *arg, int part, int nparts)
     eb_team_split((p->shape[d] + b - 1) / b, part, nparts, &lo, &hi);
     int64_t l = lo * b, h = hi * b < p->shape[d] ? hi * b : p->shape[d];
     if (l < h)
-        run_nest(p, j->x0, j->x1, j->out, l, h);
+        eb_kern_perm_nest(p, j->x0, j->x1, j->out, l, h);
 }
 
 void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
@@ -567,5 +574,6 @@ void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
         eb_team_run(team, perm_part, &j);
         return;
     }
-    run_nest(p, x0, x1, out, 0, p->split >= 0 ? p->shape[p->split] : 0);
+    eb_kern_perm_nest(p, x0, x1, out, 0,
+                      p->split >= 0 ? p->shape[p->split] : 0);
 }
