@@ -41,6 +41,16 @@ enum { TILE4_MIN = 8 };
  * elementwise multiply of two compact arrays is one row). */
 enum { ROW_BLOCK = 4096 };
 
+/* ROW outputs of more than STREAM_MIN_BYTES (the last-level cache is 32
+ * MiB on this machine class, shared with the inputs) in rows of at least
+ * STREAM_MIN_ROW elements are written with non-temporal stores. Short rows
+ * are not: on rows of 27 (gm_queen) streaming was 4x slower, the partial
+ * lines at each row's ends defeating the write combining. */
+#ifndef STREAM_MIN_ROW
+#define STREAM_MIN_ROW 512
+#endif
+#define STREAM_MIN_BYTES (24.0 * 1024 * 1024)
+
 /* Below this many elements a job stays on one thread (waking the team costs
  * microseconds). */
 enum { PERM_PARALLEL_MIN = 1 << 16 };
@@ -221,6 +231,9 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
     }
     choose_mode(p);
     p->split = choose_split(p);
+    p->stream = p->mode == EB_PERM_ROW &&
+                p->shape[p->rank - 1] >= STREAM_MIN_ROW &&
+                (double)p->elems * 8 > STREAM_MIN_BYTES;
 }
 
 double eb_perm_bytes(const eb_perm *p)
@@ -355,6 +368,28 @@ eb_kern_perm_row_avx2(int64_t n, const double *x0, int64_t s0,
         out[j] = x0[j] * x1[j];
 }
 
+/* The same row with non-temporal stores (out 32-byte aligned after a
+ * scalar head): for outputs larger than the last-level cache, whose lines
+ * would otherwise be read before they are written. */
+__attribute__((target("avx2"))) static void
+eb_kern_perm_row_stream_avx2(int64_t n, const double *x0, int64_t s0,
+                             const double *x1, int64_t s1, int nsrc,
+                             double *out)
+{
+    int64_t j = 0;
+    for (; j < n && ((uintptr_t)(out + j) & 31); j++)
+        out[j] = nsrc == 2 ? x0[j * s0] * x1[j * s1] : x0[j * s0];
+    __m256d c0 = _mm256_broadcast_sd(x0), c1 = _mm256_broadcast_sd(x1);
+    for (; j + 4 <= n; j += 4) {
+        __m256d a = s0 ? _mm256_loadu_pd(x0 + j) : c0;
+        if (nsrc == 2)
+            a = _mm256_mul_pd(a, s1 ? _mm256_loadu_pd(x1 + j) : c1);
+        _mm256_stream_pd(out + j, a);
+    }
+    for (; j < n; j++)
+        out[j] = nsrc == 2 ? x0[j * s0] * x1[j * s1] : x0[j * s0];
+}
+
 /* Four rows r[k] = p[k * s + 0..3] transposed in registers: afterwards
  * r[k] holds element k of each input row. */
 __attribute__((target("avx2"), always_inline)) static inline void
@@ -432,8 +467,13 @@ static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
     if (avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
         (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
         (p->stride[2][last] == 0 || p->stride[2][last] == 1)) {
-        eb_kern_perm_row_avx2(ext[last], x0, p->stride[1][last], x1,
-                              p->stride[2][last], p->nsrc, out);
+        if (p->stream)
+            eb_kern_perm_row_stream_avx2(ext[last], x0, p->stride[1][last],
+                                         x1, p->stride[2][last], p->nsrc,
+                                         out);
+        else
+            eb_kern_perm_row_avx2(ext[last], x0, p->stride[1][last], x1,
+                                  p->stride[2][last], p->nsrc, out);
         return;
     }
     if (avx2 && p->mode == EB_PERM_TILE4) {
@@ -538,6 +578,8 @@ static void eb_kern_perm_nest(const eb_perm *p, const double *x0,
         if (k < 0)
             break;
     }
+    if (p->stream && avx2)
+        _mm_sfence(); /* streamed stores visible before the part ends */
 }
 
 typedef struct {

@@ -45,6 +45,7 @@ typedef struct {
     int tsrc;                       /* TILE4: the source read transposed */
     int di;                         /* TILE4: that source's unit dim */
     int split;                      /* dim the team splits (-1: none) */
+    int stream;                     /* ROW: non-temporal stores */
     int scalar;                     /* 1: scalar kernels only (tests) */
     int64_t elems;                  /* elements written */
     int64_t shape[EB_MAX_RANK];
