@@ -15,6 +15,7 @@
 #include "eager.h"
 #include "trace.h"
 #include "load.h"
+#include "recfile.h"
 #include "runner.h"
 #include "schedule.h"
 #include "steptime.h"
@@ -274,6 +275,36 @@ static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
     return 0;
 }
 
+/* --json must not name a file the run reads: opening it for records would
+ * empty it first. Checked against every target (and the *.json files of a
+ * target folder) and --paths. */
+static int json_is_input(const cli_opts *c)
+{
+    if (!c->json || strcmp(c->json, "-") == 0)
+        return 0;
+    if (c->run.paths && eb_recfile_same_file(c->json, c->run.paths))
+        return usage_error("--json: '%s' is also the --paths file; records "
+                           "would overwrite it", c->json);
+    const char *slash = strrchr(c->json, '/');
+    const char *base = slash ? slash + 1 : c->json;
+    size_t blen = strlen(base);
+    int json_name = blen > 5 && strcmp(base + blen - 5, ".json") == 0;
+    for (int t = 0; t < c->ntargets; t++) {
+        char *dir = NULL;
+        int in_dir = 0;
+        if (json_name) {
+            dir = slash ? strndup(c->json, (size_t)(slash - c->json))
+                        : strdup(".");
+            in_dir = dir && *dir && eb_recfile_same_file(dir, c->targets[t]);
+            free(dir);
+        }
+        if (in_dir || eb_recfile_same_file(c->json, c->targets[t]))
+            return usage_error("--json: '%s' is also an input (%s); records "
+                               "would overwrite it", c->json, c->targets[t]);
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
 {
     cli_opts c;
@@ -282,6 +313,8 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         rc = usage_error("%s: no INSTANCE or DIR given", argv[0]);
     if (!rc && c.time)
         rc = usage_error("%s: --time is an option of plan", argv[0]);
+    if (!rc)
+        rc = json_is_input(&c);
     if (!rc && c.run.save_dir && ensure_dir(c.run.save_dir))
         rc = usage_error("--save-output: '%s' is not a folder that can be "
                          "created", c.run.save_dir);
@@ -309,9 +342,14 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         reps[k].begin(reps[k].ctx, &info);
     eb_run_summary sum;
     eb_runner_run(&c.run, c.targets, c.ntargets, reps, nreps, &sum);
-    int write_failed = 0;
+    int write_failed = sum.write_errors > 0;
     for (int k = 0; k < nreps; k++) {
-        write_failed |= reps[k].finish(reps[k].ctx) != 0;
+        if (reps[k].finish(reps[k].ctx) != 0) {
+            write_failed = 1;
+            if (k == 0 && (!c.json || strcmp(c.json, "-") != 0))
+                fprintf(stderr, "einsum-bench: stdout: cannot write the "
+                        "table: %s\n", strerror(errno));
+        }
         reps[k].destroy(reps[k].ctx);
     }
     free(c.targets);

@@ -37,7 +37,7 @@ static void emit(runner *r, const eb_record *rec)
 {
     for (int k = 0; k < r->nreps; k++)
         if (r->reps[k].measurement(r->reps[k].ctx, rec))
-            fprintf(stderr, "einsum-bench: error writing a record\n");
+            r->sum->write_errors++;
 }
 
 static void input_error(runner *r, const eb_error *err)
@@ -122,9 +122,17 @@ static eb_status save_output(const eb_instance *inst, const char *dir,
                              const char *strategy, eb_mode mode,
                              const double *out, eb_error *err)
 {
+    /* Built only from names validated at load (no '/', no leading dot),
+     * checked again here: the file stays inside dir whatever the input. */
+    if (eb_name_problem(inst->name) || eb_name_problem(strategy))
+        return eb_error_set(err, EB_ERR_INTERNAL, "%s: an unvalidated name "
+                            "reached --save-output", inst->file);
     char file[4096];
-    snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name, strategy,
-             eb_mode_name(mode));
+    int n = snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name,
+                     strategy, eb_mode_name(mode));
+    if (n < 0 || (size_t)n >= sizeof file)
+        return eb_error_set(err, EB_ERR_IO, "--save-output: '%s': folder "
+                            "name too long", dir);
     int64_t shape[EB_MAX_RANK];
     for (int a = 0; a < inst->output.rank; a++)
         shape[a] = inst->label_size[inst->output.ids[a]];

@@ -34,6 +34,7 @@ typedef struct {
     int failures;       /* measurements or checks that failed */
     int measured;       /* ok records */
     int unverified;     /* check results without an independent reference */
+    int write_errors;   /* records a reporter could not write (it said why) */
 } eb_run_summary;
 
 /* Expand targets (files and folders) and run them. */
