@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "eager.h"
 #include "trace.h"
+#include "interrupt.h"
 #include "load.h"
 #include "recfile.h"
 #include "runner.h"
@@ -52,6 +53,12 @@ static const char usage_text[] =
     "  --json FILE                  JSON-lines records to FILE ('-': stdout,\n"
     "                               then no table)\n"
     "  --callgrind-per-sample       one callgrind dump per sample\n"
+    "  --max-memory SIZE            refuse a measurement whose peak bytes\n"
+    "                               (inputs + intermediates) exceed SIZE\n"
+    "                               (K/M/G/T suffixes; default 80% of\n"
+    "                               MemAvailable at start)\n"
+    "  --timeout SECONDS            stop a measurement after SECONDS, between\n"
+    "                               two runs (status timeout; default none)\n"
     "  --no-fuse                    trace: run every step on its own (no\n"
     "                               blocked groups of steps)\n"
     "  --time                       plan: also run the path (--threads,\n"
@@ -85,6 +92,25 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 }
 
 
+/* SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
+static int parse_size(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+    if (errno || end == s || !(v > 0) || (*end && (!u || end[1])))
+        return -1;
+    if (u)
+        for (const char *k = units; k <= u; k++)
+            v *= 1024;
+    if (v < 1 || v > 9.2e18)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
 static int is_opt(const char *arg, const char *name)
 {
     size_t n = strlen(name);
@@ -116,6 +142,18 @@ static int parse_number_opt(cli_opts *c, const char *arg, const char *v)
         if (parse_int(v, 1, 1000000, &n))
             return usage_error("--samples: '%s' is not a count >= 1", v);
         c->run.samples = (int)n;
+    } else if (is_opt(arg, "--max-memory")) {
+        if (parse_size(v, &c->run.max_memory_bytes))
+            return usage_error("--max-memory: '%s' is not a size (e.g. 512M, "
+                               "16G)", v);
+    } else if (is_opt(arg, "--timeout")) {
+        char *end;
+        errno = 0;
+        c->run.timeout_s = strtod(v, &end);
+        if (errno || end == v || *end || !(c->run.timeout_s > 0) ||
+            c->run.timeout_s > 1e9)
+            return usage_error("--timeout: '%s' is not a number of seconds "
+                               "> 0", v);
     } else if (is_opt(arg, "--threads")) {
         if (parse_int(v, 1, 1024, &n))
             return usage_error("--threads: '%s' is not a count from 1 to 1024",
@@ -158,7 +196,8 @@ static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
 
 static const char *const value_opts[] = {
     "--mode", "--strategy", "--paths", "--fill", "--inputs", "--save-output",
-    "--json", "--warmup", "--samples", "--threads", "--check-seed", NULL};
+    "--json", "--warmup", "--samples", "--threads", "--check-seed",
+    "--max-memory", "--timeout", NULL};
 
 static int parse_args(int argc, char **argv, cli_opts *c)
 {
@@ -250,6 +289,21 @@ static int apply_threads(int threads, char **argv)
     return 0;
 }
 
+/* The default memory budget: 80% of MemAvailable now (no limit if the
+ * kernel does not say). */
+static int64_t default_budget(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib > 0 ? (int64_t)(kib * 1024.0 * 0.8) : INT64_MAX;
+}
+
 static int ensure_dir(const char *dir)
 {
     struct stat sb;
@@ -324,6 +378,9 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
     }
     c.run.verify_only = verify_only;
     int reexec = apply_threads(c.run.threads, full_argv);
+    if (!c.run.max_memory_bytes)
+        c.run.max_memory_bytes = default_budget();
+    eb_interrupt_install();
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
     eb_reporter reps[2];
@@ -357,6 +414,12 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         fprintf(stderr, "einsum-bench: check: %d failed, %d unverified, %d "
                 "input errors\n", sum.failures, sum.unverified,
                 sum.input_errors);
+    if (sum.interrupted) {
+        fprintf(stderr, "einsum-bench: interrupted (%s): %d measurements "
+                "completed; their records and table are kept\n",
+                eb_interrupt_name(sum.interrupted), sum.completed);
+        return 128 + sum.interrupted;
+    }
     if (sum.input_errors)
         return EXIT_USAGE;
     return sum.failures || write_failed ? EXIT_FAIL : 0;

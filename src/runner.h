@@ -27,6 +27,8 @@ typedef struct {
     uint64_t check_seed;
     int per_sample_dumps;
     int no_fuse;                /* --no-fuse: trace runs every step alone */
+    int64_t max_memory_bytes;   /* budget of one measurement's peak bytes */
+    double timeout_s;           /* --timeout per measurement, 0: none */
 } eb_run_opts;
 
 typedef struct {
@@ -35,6 +37,8 @@ typedef struct {
     int measured;       /* ok records */
     int unverified;     /* check results without an independent reference */
     int write_errors;   /* records a reporter could not write (it said why) */
+    int completed;      /* measurements or checks that ran to the end */
+    int interrupted;    /* the signal that stopped the run, or 0 */
 } eb_run_summary;
 
 /* Expand targets (files and folders) and run them. */
