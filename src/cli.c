@@ -16,8 +16,10 @@
 #include "commands.h"
 #include "eager.h"
 #include "trace.h"
+#include "interrupt.h"
 #include "load.h"
 #include "roofline.h"
+#include "recfile.h"
 #include "runner.h"
 #include "schedule.h"
 #include "steptime.h"
@@ -56,6 +58,12 @@ static const char usage_text[] =
     "  --json FILE                  JSON-lines records to FILE ('-': stdout,\n"
     "                               then no table)\n"
     "  --callgrind-per-sample       one callgrind dump per sample\n"
+    "  --max-memory SIZE            refuse a measurement whose peak bytes\n"
+    "                               (inputs + intermediates) exceed SIZE\n"
+    "                               (K/M/G/T suffixes; default 80% of\n"
+    "                               MemAvailable at start)\n"
+    "  --timeout SECONDS            stop a measurement after SECONDS, between\n"
+    "                               two runs (status timeout; default none)\n"
     "  --no-fuse                    trace: run every step on its own (no\n"
     "                               blocked groups of steps)\n"
     "  --time                       plan: also run the path (--threads,\n"
@@ -95,6 +103,25 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 }
 
 
+/* SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
+static int parse_size(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+    if (errno || end == s || !(v > 0) || (*end && (!u || end[1])))
+        return -1;
+    if (u)
+        for (const char *k = units; k <= u; k++)
+            v *= 1024;
+    if (v < 1 || v > 9.2e18)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
 static int is_opt(const char *arg, const char *name)
 {
     size_t n = strlen(name);
@@ -126,6 +153,18 @@ static int parse_number_opt(cli_opts *c, const char *arg, const char *v)
         if (parse_int(v, 1, 1000000, &n))
             return usage_error("--samples: '%s' is not a count >= 1", v);
         c->run.samples = (int)n;
+    } else if (is_opt(arg, "--max-memory")) {
+        if (parse_size(v, &c->run.max_memory_bytes))
+            return usage_error("--max-memory: '%s' is not a size (e.g. 512M, "
+                               "16G)", v);
+    } else if (is_opt(arg, "--timeout")) {
+        char *end;
+        errno = 0;
+        c->run.timeout_s = strtod(v, &end);
+        if (errno || end == v || *end || !(c->run.timeout_s > 0) ||
+            c->run.timeout_s > 1e9)
+            return usage_error("--timeout: '%s' is not a number of seconds "
+                               "> 0", v);
     } else if (is_opt(arg, "--threads")) {
         if (parse_int(v, 1, 1024, &n))
             return usage_error("--threads: '%s' is not a count from 1 to 1024",
@@ -171,7 +210,7 @@ static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
 static const char *const value_opts[] = {
     "--mode", "--strategy", "--paths", "--fill", "--inputs", "--save-output",
     "--json", "--warmup", "--samples", "--threads", "--check-seed",
-    "--calibration", NULL};
+    "--calibration", "--max-memory", "--timeout", NULL};
 
 static int parse_args(int argc, char **argv, cli_opts *c)
 {
@@ -263,6 +302,21 @@ static int apply_threads(int threads, char **argv)
     return 0;
 }
 
+/* The default memory budget: 80% of MemAvailable now (no limit if the
+ * kernel does not say). */
+static int64_t default_budget(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib > 0 ? (int64_t)(kib * 1024.0 * 0.8) : INT64_MAX;
+}
+
 static int ensure_dir(const char *dir)
 {
     struct stat sb;
@@ -313,6 +367,36 @@ static int get_calibration(const cli_opts *c, const eb_sysinfo *sys,
     return 0;
 }
 
+/* --json must not name a file the run reads: opening it for records would
+ * empty it first. Checked against every target (and the *.json files of a
+ * target folder) and --paths. */
+static int json_is_input(const cli_opts *c)
+{
+    if (!c->json || strcmp(c->json, "-") == 0)
+        return 0;
+    if (c->run.paths && eb_recfile_same_file(c->json, c->run.paths))
+        return usage_error("--json: '%s' is also the --paths file; records "
+                           "would overwrite it", c->json);
+    const char *slash = strrchr(c->json, '/');
+    const char *base = slash ? slash + 1 : c->json;
+    size_t blen = strlen(base);
+    int json_name = blen > 5 && strcmp(base + blen - 5, ".json") == 0;
+    for (int t = 0; t < c->ntargets; t++) {
+        char *dir = NULL;
+        int in_dir = 0;
+        if (json_name) {
+            dir = slash ? strndup(c->json, (size_t)(slash - c->json))
+                        : strdup(".");
+            in_dir = dir && *dir && eb_recfile_same_file(dir, c->targets[t]);
+            free(dir);
+        }
+        if (in_dir || eb_recfile_same_file(c->json, c->targets[t]))
+            return usage_error("--json: '%s' is also an input (%s); records "
+                               "would overwrite it", c->json, c->targets[t]);
+    }
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
 {
     cli_opts c;
@@ -321,6 +405,8 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         rc = usage_error("%s: no INSTANCE or DIR given", argv[0]);
     if (!rc && c.time)
         rc = usage_error("%s: --time is an option of plan", argv[0]);
+    if (!rc)
+        rc = json_is_input(&c);
     if (!rc && c.run.save_dir && ensure_dir(c.run.save_dir))
         rc = usage_error("--save-output: '%s' is not a folder that can be "
                          "created", c.run.save_dir);
@@ -330,6 +416,9 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
     }
     c.run.verify_only = verify_only;
     int reexec = apply_threads(c.run.threads, full_argv);
+    if (!c.run.max_memory_bytes)
+        c.run.max_memory_bytes = default_budget();
+    eb_interrupt_install();
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
     eb_calibration cal;
@@ -356,9 +445,14 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         reps[k].begin(reps[k].ctx, &info);
     eb_run_summary sum;
     eb_runner_run(&c.run, c.targets, c.ntargets, reps, nreps, &sum);
-    int write_failed = 0;
+    int write_failed = sum.write_errors > 0;
     for (int k = 0; k < nreps; k++) {
-        write_failed |= reps[k].finish(reps[k].ctx) != 0;
+        if (reps[k].finish(reps[k].ctx) != 0) {
+            write_failed = 1;
+            if (k == 0 && (!c.json || strcmp(c.json, "-") != 0))
+                fprintf(stderr, "einsum-bench: stdout: cannot write the "
+                        "table: %s\n", strerror(errno));
+        }
         reps[k].destroy(reps[k].ctx);
     }
     free(c.targets);
@@ -366,6 +460,12 @@ static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
         fprintf(stderr, "einsum-bench: check: %d failed, %d unverified, %d "
                 "input errors\n", sum.failures, sum.unverified,
                 sum.input_errors);
+    if (sum.interrupted) {
+        fprintf(stderr, "einsum-bench: interrupted (%s): %d measurements "
+                "completed; their records and table are kept\n",
+                eb_interrupt_name(sum.interrupted), sum.completed);
+        return 128 + sum.interrupted;
+    }
     if (sum.input_errors)
         return EXIT_USAGE;
     return sum.failures || write_failed ? EXIT_FAIL : 0;

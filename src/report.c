@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "recfile.h"
 
 /* ---- table -------------------------------------------------------------- */
 
@@ -220,10 +221,22 @@ eb_status eb_report_table(FILE *f, eb_reporter *out, eb_error *err)
 /* ---- JSON lines --------------------------------------------------------- */
 
 typedef struct {
-    FILE *f;
-    int owns;
+    eb_recfile *rf;
     eb_jw *w;
 } jsonl_ctx;
+
+/* The built record as one line, whole or not at all (recfile.h). */
+static int jsonl_write(jsonl_ctx *j)
+{
+    eb_error err;
+    if (!eb_jw_ok(j->w))
+        return -1;
+    if (eb_recfile_write(j->rf, eb_jw_text(j->w), eb_jw_len(j->w), &err)) {
+        fprintf(stderr, "einsum-bench: --json: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
 
 static int jsonl_begin(void *vctx, const eb_run_info *i)
 {
@@ -244,7 +257,7 @@ static int jsonl_begin(void *vctx, const eb_run_info *i)
         eb_sysinfo_json(i->sys, j->w);
     eb_calib_json(i->calibration, j->w, "calibration");
     eb_jw_obj_end(j->w);
-    return eb_jw_write_line(j->w, j->f);
+    return jsonl_write(j);
 }
 
 static void ms(eb_jw *w, const char *key, int has, double ns)
@@ -374,13 +387,13 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
         eb_jw_null(w, "check");
     }
     eb_jw_obj_end(w);
-    return eb_jw_write_line(w, j->f);
+    return jsonl_write(j);
 }
 
 static int jsonl_finish(void *vctx)
 {
-    jsonl_ctx *j = vctx;
-    return fflush(j->f) == 0 && !ferror(j->f) ? 0 : -1;
+    (void)vctx; /* every record went out with its own write(2) */
+    return 0;
 }
 
 static void jsonl_destroy(void *vctx)
@@ -388,8 +401,7 @@ static void jsonl_destroy(void *vctx)
     jsonl_ctx *j = vctx;
     if (!j)
         return;
-    if (j->owns && j->f)
-        fclose(j->f);
+    eb_recfile_close(j->rf);
     eb_jw_destroy(j->w);
     free(j);
 }
@@ -400,17 +412,11 @@ eb_status eb_report_jsonl(const char *file, eb_reporter *out, eb_error *err)
     if (!j)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     j->w = eb_jw_create(0);
-    if (strcmp(file, "-") == 0) {
-        j->f = stdout;
-    } else {
-        j->f = fopen(file, "w");
-        j->owns = 1;
-    }
-    if (!j->w || !j->f) {
-        int e = errno;
+    eb_status st = j->w ? eb_recfile_open(file, &j->rf, err)
+                        : eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    if (st) {
         jsonl_destroy(j);
-        return eb_error_set(err, EB_ERR_IO, "%s: cannot open for writing: %s",
-                            file, strerror(e));
+        return st;
     }
     *out = (eb_reporter){j, jsonl_begin, jsonl_measurement, jsonl_finish,
                          jsonl_destroy};

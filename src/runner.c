@@ -9,6 +9,9 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "budget.h"
+#include "clock.h"
+#include "interrupt.h"
 #include "verify.h"
 #include "load.h"
 #include "npy.h"
@@ -37,7 +40,7 @@ static void emit(runner *r, const eb_record *rec)
 {
     for (int k = 0; k < r->nreps; k++)
         if (r->reps[k].measurement(r->reps[k].ctx, rec))
-            fprintf(stderr, "einsum-bench: error writing a record\n");
+            r->sum->write_errors++;
 }
 
 static void input_error(runner *r, const eb_error *err)
@@ -128,13 +131,39 @@ static eb_status save_output(const eb_instance *inst, const char *dir,
                              const char *strategy, eb_mode mode,
                              const double *out, eb_error *err)
 {
+    /* Built only from names validated at load (no '/', no leading dot),
+     * checked again here: the file stays inside dir whatever the input. */
+    if (eb_name_problem(inst->name) || eb_name_problem(strategy))
+        return eb_error_set(err, EB_ERR_INTERNAL, "%s: an unvalidated name "
+                            "reached --save-output", inst->file);
     char file[4096];
-    snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name, strategy,
-             eb_mode_name(mode));
+    int n = snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name,
+                     strategy, eb_mode_name(mode));
+    if (n < 0 || (size_t)n >= sizeof file)
+        return eb_error_set(err, EB_ERR_IO, "--save-output: '%s': folder "
+                            "name too long", dir);
     int64_t shape[EB_MAX_RANK];
     for (int a = 0; a < inst->output.rank; a++)
         shape[a] = inst->label_size[inst->output.ids[a]];
     return eb_npy_write(file, shape, inst->output.rank, out, err);
+}
+
+/* A measurement a signal or --timeout ended early: it keeps the samples
+ * it completed, with status "interrupted" or "timeout". */
+static void stopped_early(const eb_run_opts *o, const eb_bench_result *br,
+                          eb_record *rec, done_entry *d)
+{
+    int sig = eb_interrupt_pending();
+    if (br->stopped == EB_BENCH_TIMEOUT) {
+        rec->status = "timeout";
+        snprintf(d->error, sizeof d->error, "--timeout %g s reached after "
+                 "%d of %d samples", o->timeout_s, br->samples, o->samples);
+    } else {
+        rec->status = "interrupted";
+        snprintf(d->error, sizeof d->error, "%s after %d of %d samples",
+                 eb_interrupt_name(sig), br->samples, o->samples);
+    }
+    rec->error = d->error;
 }
 
 /* Warmups and samples of one (path, mode) in one scope. */
@@ -144,6 +173,9 @@ static eb_status measure(runner *r, const eb_instance *inst,
                          eb_error *err)
 {
     const eb_run_opts *o = r->o;
+    int64_t deadline_ns = o->timeout_s > 0
+                              ? eb_now_ns() + (int64_t)(o->timeout_s * 1e9)
+                              : 0;
     eb_scope *scope;
     eb_status st = eb_scope_enter(o->threads, &scope, err);
     if (st)
@@ -161,11 +193,15 @@ static eb_status measure(runner *r, const eb_instance *inst,
     char label[512];
     snprintf(label, sizeof label, "%s/%s/%s", inst->name, path->strategy,
              eb_mode_name(mode));
-    eb_bench_opts bo = {o->warmups, o->samples, o->per_sample_dumps, label};
+    eb_bench_opts bo = {o->warmups, o->samples, o->per_sample_dumps, label,
+                        deadline_ns};
     eb_bench_result br;
     st = eb_bench_run(&ex, &bo, &br, err);
+    if (!st && br.stopped)
+        stopped_early(o, &br, rec, d);
     if (!st) {
-        rec->has_stats = 1;
+        rec->has_stats = br.samples > 0;
+        rec->samples = br.samples;
         rec->stats = br.stats;
         rec->compile_ms = ex.compile_ms;
         rec->fused_groups = ex.fused_groups;
@@ -178,7 +214,7 @@ static eb_status measure(runner *r, const eb_instance *inst,
         d->minflt = br.minflt;
         rec->samples_ns = br.samples_ns;
         rec->minflt = br.minflt;
-        if (o->save_dir)
+        if (o->save_dir && !br.stopped)
             st = save_output(inst, o->save_dir, path->strategy, mode, br.out,
                              err);
     }
@@ -255,6 +291,27 @@ static void progress(const eb_record *rec)
                 rec->check_status, rec->check_ref, rec->max_rel_err);
 }
 
+/* Bytes of the input copies a run makes: one set to measure, one more
+ * for the checker's random inputs. */
+static double input_bytes(const eb_instance *inst, const eb_run_opts *o)
+{
+    int copies = !o->verify_only + (o->verify_only || o->check);
+    return eb_budget_inputs(inst) * copies;
+}
+
+/* A measurement whose peak bytes exceed the budget: refused before any
+ * allocation, status error (the others still run). */
+static void over_budget(runner *r, double need, eb_record *rec, done_entry *d)
+{
+    char a[32], b[32];
+    snprintf(d->error, sizeof d->error, "needs %s, budget %s (--max-memory)",
+             eb_budget_str(need, a, sizeof a),
+             eb_budget_str((double)r->o->max_memory_bytes, b, sizeof b));
+    rec->status = "error";
+    rec->error = d->error;
+    r->sum->failures++;
+}
+
 /* One strategy in one mode: check and/or measure, then emit. */
 static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
                     const eb_operands *ops, eb_checker *chk,
@@ -271,8 +328,20 @@ static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
         return;
     }
     base_record(inst, ps, path, sched, mode, o, d->digest, &d->rec);
-    eb_schedule_destroy(sched);
     eb_record *rec = &d->rec;
+    /* Inputs not created (they alone are over the budget) also refuse. */
+    int no_inputs = (!o->verify_only && !ops) ||
+                    ((o->verify_only || o->check) && !chk);
+    double need = eb_budget_peak(inst, sched);
+    eb_schedule_destroy(sched);
+    if (no_inputs && need < input_bytes(inst, o))
+        need = input_bytes(inst, o);
+    if (no_inputs || need > (double)o->max_memory_bytes) {
+        over_budget(r, need, rec, d);
+        progress(rec);
+        emit(r, rec);
+        return;
+    }
     if (chk)
         do_check(r, chk, path, mode, rec, d);
     if (!o->verify_only && strcmp(rec->status, "ok") == 0) {
@@ -282,10 +351,14 @@ static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
             snprintf(d->error, sizeof d->error, "%s", err.msg);
             rec->error = d->error;
             r->sum->failures++;
-        } else {
+        } else if (strcmp(rec->status, "timeout") == 0) {
+            r->sum->failures++;
+        } else if (strcmp(rec->status, "ok") == 0) {
             r->sum->measured++;
         }
     }
+    if (strcmp(rec->status, "ok") == 0)
+        r->sum->completed++;
     progress(rec);
     emit(r, rec);
 }
@@ -318,7 +391,7 @@ static void run_strategies(runner *r, const eb_instance *inst,
             !in_list(r->o->strategies, path->strategy))
             continue;
         for (int m = 0; m < EB_MODE_COUNT; m++) {
-            if (!r->o->modes[m])
+            if (!r->o->modes[m] || eb_interrupt_pending())
                 continue;
             const done_entry *prev = find_done(done, n, path, (eb_mode)m);
             if (prev && strcmp(prev->rec.status, "ok") == 0)
@@ -351,9 +424,12 @@ static void run_instance(runner *r, const char *file)
         st = eb_load_find_paths(inst, o->paths, &ps, &err);
     if (!st)
         st = check_strategies(inst, ps, o->strategies, &err);
-    if (!st && !o->verify_only)
+    /* Inputs over the budget are not created: each measurement is then
+     * refused by run_one with the numbers. */
+    int fits = !st && input_bytes(inst, o) <= (double)o->max_memory_bytes;
+    if (fits && !o->verify_only)
         st = eb_operands_create(inst, &o->fill, &ops, &err);
-    if (!st && (o->verify_only || o->check))
+    if (fits && !st && (o->verify_only || o->check))
         st = eb_checker_create(inst, ps, o->check_seed, o->threads,
                                !o->no_fuse, &chk, &err);
     if (st)
@@ -383,6 +459,10 @@ static void run_dir(runner *r, const char *dir)
         return;
     }
     for (int k = 0; k < n; k++) {
+        if (eb_interrupt_pending()) {
+            free(list[k]);
+            continue;
+        }
         char file[4096];
         snprintf(file, sizeof file, "%s%s%s", dir,
                  dir[strlen(dir) - 1] == '/' ? "" : "/", list[k]->d_name);
@@ -403,11 +483,12 @@ void eb_runner_run(const eb_run_opts *o, char *const *targets, int ntargets,
 {
     memset(sum, 0, sizeof *sum);
     runner r = {o, reps, nreps, sum};
-    for (int t = 0; t < ntargets; t++) {
+    for (int t = 0; t < ntargets && !eb_interrupt_pending(); t++) {
         struct stat sb;
         if (stat(targets[t], &sb) == 0 && S_ISDIR(sb.st_mode))
             run_dir(&r, targets[t]);
         else
             run_instance(&r, targets[t]);
     }
+    sum->interrupted = eb_interrupt_pending();
 }

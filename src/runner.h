@@ -29,6 +29,8 @@ typedef struct {
     int per_sample_dumps;
     int no_fuse;                /* --no-fuse: trace runs every step alone */
     const eb_rates *rates;      /* the roofline's F and BW, or NULL */
+    int64_t max_memory_bytes;   /* budget of one measurement's peak bytes */
+    double timeout_s;           /* --timeout per measurement, 0: none */
 } eb_run_opts;
 
 typedef struct {
@@ -36,6 +38,9 @@ typedef struct {
     int failures;       /* measurements or checks that failed */
     int measured;       /* ok records */
     int unverified;     /* check results without an independent reference */
+    int write_errors;   /* records a reporter could not write (it said why) */
+    int completed;      /* measurements or checks that ran to the end */
+    int interrupted;    /* the signal that stopped the run, or 0 */
 } eb_run_summary;
 
 /* Expand targets (files and folders) and run them. */
