@@ -300,6 +300,47 @@ static const char *const context_keys[] = {
     "blas_threads", "git_commit", "compiler", "cflags", "threads", "fill",
     "warmups", "samples", "options", "env", NULL};
 
+/* Options that say where output goes, not how the times were taken. */
+static int output_option(const char *name)
+{
+    static const char *const names[] = {"json", "export-csv",
+                                        "export-markdown", "save-output",
+                                        "filter", "list", NULL};
+    for (int k = 0; names[k]; k++)
+        if (strcmp(names[k], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void warn_differs(const char *what, const cJSON *x, const cJSON *y,
+                         FILE *err)
+{
+    char *xs = x ? cJSON_PrintUnformatted(x) : NULL;
+    char *ys = y ? cJSON_PrintUnformatted(y) : NULL;
+    fprintf(err, "einsum-bench: compare: warning: %s differs: BASE %.200s, "
+            "NEW %.200s\n", what, xs ? xs : "(absent)", ys ? ys : "(absent)");
+    free(xs);
+    free(ys);
+}
+
+/* Members of two objects one by one ("options.no-fuse differs ..."). */
+static void warn_members(const char *key, const cJSON *x, const cJSON *y,
+                         FILE *err)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *from = pass ? y : x, *other = pass ? x : y;
+        for (const cJSON *m = from->child; m; m = m->next) {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(other, m->string);
+            if ((pass && o) || (o && cJSON_Compare(m, o, 1)) ||
+                (strcmp(key, "options") == 0 && output_option(m->string)))
+                continue;
+            char what[160];
+            snprintf(what, sizeof what, "%s.%s", key, m->string);
+            warn_differs(what, pass ? o : m, pass ? m : o, err);
+        }
+    }
+}
+
 static void warn_context(const record_file *a, const record_file *b,
                          FILE *err)
 {
@@ -315,13 +356,10 @@ static void warn_context(const record_file *a, const record_file *b,
                                                           context_keys[k]);
         if ((!x && !y) || (x && y && cJSON_Compare(x, y, 1)))
             continue;
-        char *xs = x ? cJSON_PrintUnformatted(x) : NULL;
-        char *ys = y ? cJSON_PrintUnformatted(y) : NULL;
-        fprintf(err, "einsum-bench: compare: warning: %s differs: BASE %.200s"
-                ", NEW %.200s\n", context_keys[k], xs ? xs : "(absent)",
-                ys ? ys : "(absent)");
-        free(xs);
-        free(ys);
+        if (cJSON_IsObject(x) && cJSON_IsObject(y))
+            warn_members(context_keys[k], x, y, err);
+        else
+            warn_differs(context_keys[k], x, y, err);
     }
 }
 
@@ -428,9 +466,9 @@ int eb_compare_files(const char *base, const char *new_,
                 "one file counts once (the first): %d in BASE, %d in NEW\n",
                 a.duplicates, b.duplicates);
     if (!rc && over) {
-        fprintf(err, "einsum-bench: compare: %d measurements slower than "
+        fprintf(err, "einsum-bench: compare: %d measurement%s slower than "
                 "%.3gx with 95%% confidence (--fail-above)\n", over,
-                o->fail_above);
+                over == 1 ? "" : "s", o->fail_above);
         rc = EXIT_FAIL;
     }
     file_free(&a);

@@ -456,13 +456,18 @@ static void list_instance(runner *r, const eb_instance *inst,
             input_error(r, &err);
             continue;
         }
+        char modes[32] = "";
+        for (int m = 0; m < EB_MODE_COUNT; m++)
+            if (r->o->modes[m])
+                snprintf(modes + strlen(modes), sizeof modes - strlen(modes),
+                         "%s%s", modes[0] ? "," : "", eb_mode_name((eb_mode)m));
         if (r->sel.measurements == 0)
-            printf("%-52s %-12s %7s %10s %8s %10s %5s\n", "Instance",
+            printf("%-52s %-12s %7s %10s %8s %10s %s\n", "Instance",
                    "Strategy", "Tensors", "log10FLOPS", "log2SIZE",
                    "Inputs(MB)", "Modes");
-        printf("%-52s %-12s %7d %10.4f %8.4f %10.3f %5d\n", inst->name,
+        printf("%-52s %-12s %7d %10.4f %8.4f %10.3f %s\n", inst->name,
                ps->paths[k].strategy, inst->num_tensors, sched->log10_flops,
-               sched->log2_size, (double)bytes / 1e6, num_modes(r->o));
+               sched->log2_size, (double)bytes / 1e6, modes);
         r->sel.measurements += num_modes(r->o);
         eb_schedule_destroy(sched);
     }

@@ -127,7 +127,9 @@ static void write_file(const char *name, const char *commit, double fa,
 {
     FILE *f = fopen(path_of(name), "w");
     fprintf(f, "{\"type\":\"run\",\"backend\":\"einsum-bench\",\"hostname\":"
-            "\"vm\",\"git_commit\":\"%s\",\"threads\":1}\n", commit);
+            "\"vm\",\"git_commit\":\"%s\",\"threads\":1,\"options\":{"
+            "\"no-fuse\":%s,\"json\":\"%s.jsonl\"}}\n", commit,
+            strcmp(commit, "aaa") == 0 ? "true" : "false", commit);
     measurement(f, "a", "trace", fa, "");
     measurement(f, "b", "trace", fb, "");
     measurement(f, "c", "trace", fc, "");
@@ -190,11 +192,14 @@ static void test_files(void)
     EB_CHECK(strstr(err, "warning: git_commit differs: BASE \"aaa\", NEW "
                          "\"bbb\""), "commit warning: %s", err);
     EB_CHECK(!strstr(err, "hostname differs"), "same host: %s", err);
+    EB_CHECK(strstr(err, "warning: options.no-fuse differs: BASE true, NEW "
+                         "false"), "option named: %s", err);
+    EB_CHECK(!strstr(err, "options.json"), "output options ignored: %s", err);
 
     rc = run_compare("base.jsonl", "new.jsonl", 1.5, 1, out, err,
                      sizeof out);
     EB_CHECK(rc == 1, "--fail-above 1.5 trips on the doubling: %d", rc);
-    EB_CHECK(strstr(err, "1 measurements slower than 1.5x"), "%s", err);
+    EB_CHECK(strstr(err, "1 measurement slower than 1.5x"), "%s", err);
     EB_CHECK(strstr(out, "| einsum-bench | a | opt_flops | trace |"),
              "markdown row: %s", out);
     rc = run_compare("base.jsonl", "new.jsonl", 2.5, 0, out, err,
