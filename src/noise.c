@@ -61,9 +61,10 @@ int eb_noise_marks(const eb_noise *n, double median_ns, double iqr_ns,
                    const char *marks[EB_NOISE_MAX_MARKS])
 {
     int k = 0;
-    if (median_ns > 0 && iqr_ns / median_ns > EB_NOISE_IQR_SHARE)
+    /* Under Valgrind no time is real: spread and load say nothing more. */
+    if (!valgrind && median_ns > 0 && iqr_ns / median_ns > EB_NOISE_IQR_SHARE)
         marks[k++] = "iqr";
-    if (n && n->wall_s >= EB_NOISE_MIN_WALL_S &&
+    if (!valgrind && n && n->wall_s >= EB_NOISE_MIN_WALL_S &&
         n->others_cpus > EB_NOISE_OTHERS_CPUS)
         marks[k++] = "busy";
     if (online > 0 && threads > online)

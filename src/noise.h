@@ -39,7 +39,8 @@ enum { EB_NOISE_MAX_MARKS = 4 };
 /* The marks of a measurement ("iqr", "busy", "threads", "valgrind") into
  * marks[EB_NOISE_MAX_MARKS]; returns how many. iqr_ns/median_ns from its
  * statistics, threads the budget, online the CPUs online, valgrind 1 when
- * running under Valgrind. */
+ * running under Valgrind (then only "threads" and "valgrind": the spread
+ * and the load of simulated times mean nothing). */
 int eb_noise_marks(const eb_noise *n, double median_ns, double iqr_ns,
                    int threads, int online, int valgrind,
                    const char *marks[EB_NOISE_MAX_MARKS]);
