@@ -20,6 +20,7 @@
 #include "eager.h"
 #include "trace.h"
 #include "load.h"
+#include "plan_json.h"
 #include "roofline.h"
 #include "runner.h"
 #include "schedule.h"
@@ -99,8 +100,9 @@ static const opt_spec options[] = {
      "verify each result before timing"},
     {O_CHECK_SEED, "--check-seed", "N", C_RUN | C_CHECK, "1",
      "seed of the check's random inputs (default 1)"},
-    {O_JSON, "--json", "FILE", C_RUN | C_CHECK, NULL,
-     "JSON-lines records to FILE ('-': stdout,\nthen no table)"},
+    {O_JSON, "--json", "FILE", C_RUN | C_CHECK | C_PLAN, NULL,
+     "JSON-lines records to FILE ('-': stdout,\nthen no table); plan: the plan "
+     "as JSON\n(for the peers) instead of the table"},
     {O_EXPORT_CSV, "--export-csv", "FILE", C_RUN | C_CHECK, NULL,
      "the measurements as CSV to FILE"},
     {O_EXPORT_MARKDOWN, "--export-markdown", "FILE", C_RUN | C_CHECK, NULL,
@@ -521,7 +523,7 @@ static int no_selection(const cli_opts *c)
                        "instance files");
 }
 
-static int list_selection(const cli_opts *c);
+static int list_selection(cli_opts *c);
 static int run_selection(cli_opts *c, int argc, char **full_argv);
 
 static int cmd_run(const cmd_spec *cmd, int argc, char **argv,
@@ -552,10 +554,19 @@ static int cmd_run(const cmd_spec *cmd, int argc, char **argv,
 }
 
 /* --list: what the command line selects, without running it. */
-static int list_selection(const cli_opts *c)
+static int list_selection(cli_opts *c)
 {
     eb_selection sel;
     eb_run_summary sum;
+    eb_calibration cal;
+    int have_cal = 0;
+    if (c->cmd == C_RUN) {
+        eb_sysinfo sys;
+        eb_sysinfo_collect(&sys);
+        if (get_calibration(c, &sys, &cal, &have_cal))
+            return EXIT_USAGE;
+    }
+    c->run.rates = have_cal ? &cal.rates : NULL;
     eb_runner_select(&c->run, c->targets, c->ntargets, 1, &sel, &sum);
     if (sum.input_errors)
         return EXIT_USAGE;
@@ -858,19 +869,29 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     return ok ? 0 : EXIT_FAIL;
 }
 
-/* Is `name` one of the comma-separated names in `list` (exact match)? */
-static int in_strategy_list(const char *list, const char *name)
+/* plan --json FILE: the plan for the peers, written whole. */
+static int plan_json(const cli_opts *c)
 {
-    size_t n = strlen(name);
-    for (const char *p = list;; p++) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        if (!e)
-            return 0;
-        p = e;
-    }
+    eb_instance *inst = NULL;
+    eb_pathset *ps = NULL;
+    eb_error err;
+    eb_jw *w = eb_jw_create(0);
+    eb_status st = !w ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
+                      : eb_load_instance(c->targets[0], &inst, &err);
+    if (!st)
+        st = eb_load_find_paths(inst, c->run.paths, &ps, &err);
+    if (!st)
+        st = eb_plan_json(inst, ps, c->run.strategies, w, &err);
+    if (!st && strcmp(c->json, "-") == 0 && eb_jw_write_line(w, stdout))
+        st = eb_error_set(&err, EB_ERR_IO, "--json: cannot write to stdout");
+    else if (!st && strcmp(c->json, "-") != 0)
+        st = eb_jw_write_file(w, c->json, &err);
+    if (st)
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+    eb_jw_destroy(w);
+    eb_pathset_destroy(ps);
+    eb_instance_destroy(inst);
+    return st ? (st == EB_ERR_IO ? EXIT_FAIL : EXIT_USAGE) : 0;
 }
 
 static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
@@ -880,7 +901,11 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
     int rc = parse_args(cmd, argc, argv, &c);
     if (!rc && c.ntargets != 1)
         rc = usage_error("%s: give exactly one INSTANCE", argv[0]);
-    if (rc) {
+    if (!rc && c.json && c.time)
+        rc = usage_error("%s", "plan: --json and --time exclude each other");
+    if (!rc && c.json)
+        rc = plan_json(&c);
+    if (rc || c.json) {
         free(c.targets);
         return rc;
     }
@@ -905,8 +930,7 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
         fprintf(stderr, "einsum-bench: %s\n", err.msg);
     int shown = 0;
     for (int k = 0; !st && k < ps->count; k++) {
-        if (strcmp(c.run.strategies, "all") != 0 &&
-            !in_strategy_list(c.run.strategies, ps->paths[k].strategy))
+        if (!eb_strategy_selected(c.run.strategies, ps->paths[k].strategy))
             continue;
         shown++;
         for (int m = 0; m < EB_MODE_COUNT; m++) {

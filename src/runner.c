@@ -461,13 +461,17 @@ static void list_instance(runner *r, const eb_instance *inst,
             if (r->o->modes[m])
                 snprintf(modes + strlen(modes), sizeof modes - strlen(modes),
                          "%s%s", modes[0] ? "," : "", eb_mode_name((eb_mode)m));
+        const eb_rates *rates = r->o->rates;
         if (r->sel.measurements == 0)
-            printf("%-52s %-12s %7s %10s %8s %10s %s\n", "Instance",
+            printf("%-52s %-12s %7s %10s %8s %10s %s%s\n", "Instance",
                    "Strategy", "Tensors", "log10FLOPS", "log2SIZE",
-                   "Inputs(MB)", "Modes");
-        printf("%-52s %-12s %7d %10.4f %8.4f %10.3f %s\n", inst->name,
+                   "Inputs(MB)", rates ? "Roofline(ms) " : "", "Modes");
+        printf("%-52s %-12s %7d %10.4f %8.4f %10.3f ", inst->name,
                ps->paths[k].strategy, inst->num_tensors, sched->log10_flops,
-               sched->log2_size, (double)bytes / 1e6, modes);
+               sched->log2_size, (double)bytes / 1e6);
+        if (rates)
+            printf("%12.4g ", eb_roofline_path(inst, sched, rates, NULL));
+        printf("%s\n", modes);
         r->sel.measurements += num_modes(r->o);
         eb_schedule_destroy(sched);
     }
