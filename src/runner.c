@@ -154,18 +154,21 @@ static eb_status save_output(const eb_instance *inst, const char *dir,
     return eb_npy_write(file, shape, inst->output.rank, out, err);
 }
 
-/* A warning for each mark a run-wide warning has not said already. */
+/* One warning line for the marks a run-wide warning has not said. */
 static void warn_noise(const eb_record *rec)
 {
+    char what[256] = "";
     for (int k = 0; k < rec->num_marks; k++)
         if (strcmp(rec->marks[k], "iqr") == 0 ||
             strcmp(rec->marks[k], "busy") == 0)
-            fprintf(stderr, "einsum-bench: warning: %s/%s/%s: noisy: %s "
-                    "(IQR %.1f%% of the median, others %.2f CPUs, load "
-                    "%.2f)\n", rec->instance, rec->strategy, rec->mode,
-                    eb_noise_explain(rec->marks[k]),
-                    100 * rec->stats.iqr_ns / rec->stats.median_ns,
-                    rec->noise.others_cpus, rec->noise.load1);
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s",
+                     what[0] ? "; " : "", eb_noise_explain(rec->marks[k]));
+    if (what[0])
+        fprintf(stderr, "einsum-bench: warning: %s/%s/%s: noisy: %s (IQR "
+                "%.1f%% of the median, others %.2f CPUs, load %.2f)\n",
+                rec->instance, rec->strategy, rec->mode, what,
+                100 * rec->stats.iqr_ns / rec->stats.median_ns,
+                rec->noise.others_cpus, rec->noise.load1);
 }
 
 /* Warmups and samples of one (path, mode) in one scope. */
