@@ -253,6 +253,23 @@ static int jsonl_begin(void *vctx, const eb_run_info *i)
     eb_jw_int(j->w, "warmups", i->warmups);
     eb_jw_int(j->w, "samples", i->samples);
     eb_jw_bool(j->w, "reexec", i->reexec);
+    if (i->argv) {
+        eb_jw_arr_begin(j->w, "argv");
+        for (int k = 0; k < i->argc; k++)
+            eb_jw_str(j->w, NULL, i->argv[k]);
+        eb_jw_arr_end(j->w);
+    }
+    if (i->options) {
+        eb_jw_obj_begin(j->w, "options");
+        for (int k = 0; k < i->num_options; k++) {
+            const eb_opt_value *o = &i->options[k];
+            if (o->is_flag)
+                eb_jw_bool(j->w, o->name, o->value != NULL);
+            else
+                eb_jw_str(j->w, o->name, o->value);
+        }
+        eb_jw_obj_end(j->w);
+    }
     if (i->sys)
         eb_sysinfo_json(i->sys, j->w);
     eb_calib_json(i->calibration, j->w, "calibration");
@@ -306,6 +323,29 @@ static void jsonl_stats(eb_jw *w, const eb_record *r)
     } else {
         eb_jw_null(w, "minflt_median");
     }
+}
+
+/* How quiet the machine was; marks say what makes the times suspect. */
+static void jsonl_noise(eb_jw *w, const eb_record *r)
+{
+    if (!r->has_noise) {
+        eb_jw_null(w, "load_avg");
+        eb_jw_null(w, "others_cpus");
+        eb_jw_null(w, "noise");
+        return;
+    }
+    if (isnan(r->noise.load1))
+        eb_jw_null(w, "load_avg");
+    else
+        eb_jw_num(w, "load_avg", r->noise.load1);
+    if (isnan(r->noise.others_cpus))
+        eb_jw_null(w, "others_cpus");
+    else
+        eb_jw_num(w, "others_cpus", r->noise.others_cpus);
+    eb_jw_arr_begin(w, "noise");
+    for (int k = 0; k < r->num_marks; k++)
+        eb_jw_str(w, NULL, r->marks[k]);
+    eb_jw_arr_end(w);
 }
 
 static void jsonl_costs(eb_jw *w, const eb_record *r)
@@ -369,6 +409,9 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
     eb_jw_str(w, "path_source", r->path_source);
     eb_jw_str(w, "path_digest", r->path_digest);
     eb_jw_str(w, "reused_from", r->reused_from);
+    eb_jw_str(w, "instance_sha256", r->instance_sha256);
+    eb_jw_str(w, "paths_sha256", r->paths_sha256);
+    jsonl_noise(w, r);
     eb_jw_int(w, "num_tensors", r->num_tensors);
     eb_jw_int(w, "threads", r->threads);
     eb_jw_int(w, "openblas_threads", r->openblas_threads);
