@@ -123,8 +123,12 @@ static void print_header(table_ctx *t, const char *strategy, const char *mode)
 /* Why a row has no times, in words only (digits would look like data). */
 static const char *skip_reason(const row *w)
 {
-    if (strcmp(w->status, "skipped") == 0)
-        return "skipped";
+    /* interrupted and timeout keep their samples in the record, but a
+     * parser must not take a partial measurement for a result. */
+    if (strcmp(w->status, "skipped") == 0 ||
+        strcmp(w->status, "interrupted") == 0 ||
+        strcmp(w->status, "timeout") == 0)
+        return w->status;
     if (w->error && strncmp(w->error, "check", 5) == 0)
         return "check failed";
     return "error";
