@@ -9,6 +9,9 @@
 #   make report     eager, trace, numpy and torch on instances/ -> results/
 #   make memcheck   the test suite under valgrind memcheck
 #   make sanitize   the test suite built with -fsanitize=address,undefined
+#   make install    binary, scripts (einsum-bench-*), man page, bash
+#                   completion under PREFIX (/usr/local); DESTDIR honoured
+#   make uninstall  removes what install put there
 #   V=1 shows commands; WERROR=1 adds -Werror; SANITIZE=address,undefined
 #   builds into build-san/.
 
@@ -50,8 +53,8 @@ BIN := $(if $(SANITIZE),$(BUILD)/einsum-bench,einsum-bench)
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
-.PHONY: all deps deps-python run suite test memcheck sanitize bench bench-suite \
-        report clean
+.PHONY: all deps deps-python deps-install run suite test memcheck sanitize \
+        bench bench-suite report install uninstall clean
 
 all: $(BIN)
 
@@ -60,6 +63,9 @@ deps:
 
 deps-python:
 	$(Q)scripts/ensure-deps --python
+
+deps-install:
+	$(Q)scripts/ensure-deps --install
 
 $(BUILD)/%.o: src/%.c | deps
 	@mkdir -p $(dir $@)
@@ -133,6 +139,39 @@ bench-suite: $(BIN) | deps-python
 
 report: $(BIN) | deps-python
 	$(Q)scripts/make-report $(REPORT_ARGS)
+
+# ---- install ----------------------------------------------------------------
+# The scripts keep their names and their folder (they import ebpeer.py from
+# it) under LIBDIR; BINDIR gets einsum-bench-NAME links to them.
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib/einsum-bench
+MANDIR = $(PREFIX)/share/man/man1
+COMPDIR = $(PREFIX)/share/bash-completion/completions
+SCRIPTS := paired report make-report peer-numpy peer-torch callgrind-window \
+           callgrind-compare
+SCRIPT_FILES := $(addprefix scripts/,$(SCRIPTS) ebpeer.py)
+MAN_NAME := einsum benchmark runner: eager and trace execution along stored paths
+
+$(BUILD)/einsum-bench.1: $(BIN) | deps-install
+	$(Q)help2man --no-info --name="$(MAN_NAME)" -o $@ ./$(BIN)
+
+install: $(BIN) $(BUILD)/einsum-bench.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/scripts \
+	  $(DESTDIR)$(MANDIR) $(DESTDIR)$(COMPDIR)
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/einsum-bench
+	install -m 755 $(SCRIPT_FILES) $(DESTDIR)$(LIBDIR)/scripts/
+	chmod 644 $(DESTDIR)$(LIBDIR)/scripts/ebpeer.py
+	$(foreach s,$(SCRIPTS),ln -sf ../lib/einsum-bench/scripts/$(s) \
+	  $(DESTDIR)$(BINDIR)/einsum-bench-$(s) &&) true
+	install -m 644 $(BUILD)/einsum-bench.1 $(DESTDIR)$(MANDIR)/einsum-bench.1
+	install -m 644 scripts/completion.bash $(DESTDIR)$(COMPDIR)/einsum-bench
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/einsum-bench \
+	  $(addprefix $(DESTDIR)$(BINDIR)/einsum-bench-,$(SCRIPTS)) \
+	  $(DESTDIR)$(MANDIR)/einsum-bench.1 $(DESTDIR)$(COMPDIR)/einsum-bench
+	rm -rf $(DESTDIR)$(LIBDIR)
 
 clean:
 	rm -rf build build-san einsum-bench

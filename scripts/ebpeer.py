@@ -209,25 +209,110 @@ def type_name(v):
 _MISSING = object()
 
 
-def read_json(file):
-    """Parse a file that must hold one JSON object."""
+# DESIGN 3.3, as the C loader (src/load.c, src/infile.c) applies it, so that
+# both read the same problem from the same bytes: regular files only, at
+# most 256 MiB; no key twice in any object; no NUL, control character (C0,
+# DEL, C1) or lone surrogate in any string or key.
+MAX_FILE_BYTES = 256 << 20
+
+
+class _Pairs(list):
+    """An object's (key, value) pairs as parsed, before the checks."""
+
+
+def _clean(text):
+    return not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F
+                   or 0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def _shown(text):
+    return "".join(c if c.isprintable() else "\\x%02x" % ord(c)
+                   if ord(c) < 0x100 else "\\u%04x" % ord(c)
+                   for c in text)[:60]
+
+
+def _checked(file, node, fld):
+    """The tree with _Pairs turned into dicts, after the DESIGN 3.3 checks."""
+    where = fld or "(top level)"
+    if isinstance(node, str):
+        if not _clean(node):
+            raise InputError("%s: %s: a NUL or control character or invalid "
+                             "UTF-8 in a string (not allowed)" % (file, where))
+        return node
+    if isinstance(node, list) and not isinstance(node, _Pairs):
+        return [_checked(file, v, "%s[%d]" % (fld, k))
+                for k, v in enumerate(node)]
+    if not isinstance(node, _Pairs):
+        return node
+    out = {}
+    for key, value in node:
+        if not _clean(key):
+            raise InputError("%s: %s: key '%s' has a NUL or control character "
+                             "or invalid UTF-8 (not allowed)"
+                             % (file, where, _shown(key)))
+        sub = "%s.%s" % (fld, key) if fld else key
+        if key in out:
+            raise InputError("%s: %s: key given twice (a duplicate key is not "
+                             "allowed)" % (file, sub))
+        out[key] = _checked(file, value, sub)
+    return out
+
+
+def _open_regular(file, cap=MAX_FILE_BYTES):
+    """A binary file object on a regular file of at most cap bytes (a FIFO
+    or device is refused without blocking)."""
+    import stat
     try:
-        with open(file, "rb") as f:
-            raw = f.read()
-    except IsADirectoryError:
-        raise InputError("%s: is a directory" % file)
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as e:
         raise InputError("%s: cannot open: %s" % (file, e.strerror))
+    f = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+            "a FIFO" if stat.S_ISFIFO(st.st_mode) else
+            "a character device" if stat.S_ISCHR(st.st_mode) else
+            "a block device" if stat.S_ISBLK(st.st_mode) else
+            "a socket" if stat.S_ISSOCK(st.st_mode) else None)
+    if not stat.S_ISREG(st.st_mode):
+        f.close()
+        raise InputError("%s: is %s (expected a regular file)"
+                         % (file, kind or "not a regular file"))
+    if st.st_size > cap:
+        f.close()
+        raise InputError("%s: %d bytes, over the limit of %d bytes for an "
+                         "input file" % (file, st.st_size, cap))
+    os.set_blocking(fd, True)
+    return f
+
+
+def _read_regular(file, cap=MAX_FILE_BYTES):
+    with _open_regular(file, cap) as f:
+        raw = f.read(cap + 1)
+    if len(raw) > cap:
+        raise InputError("%s: over the limit of %d bytes for an input file"
+                         % (file, cap))
+    return raw
+
+
+def read_json(file):
+    """Parse a file that must hold one JSON object."""
+    raw = _read_regular(file)
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise InputError("%s: a NUL byte at byte %d (not allowed)"
+                         % (file, nul))
     try:
-        root = json.loads(raw.decode("utf-8"))
+        root = json.loads(raw.decode("utf-8"), object_pairs_hook=_Pairs)
     except UnicodeDecodeError as e:
         raise InputError("%s: not valid UTF-8 (byte %d)" % (file, e.start))
     except json.JSONDecodeError as e:
         raise InputError("%s: not valid JSON (%s at byte %d of %d)"
                          % (file, e.msg, e.pos, len(raw)))
-    if not isinstance(root, dict):
+    except RecursionError:
+        raise InputError("%s: not valid JSON (nested too deeply)" % file)
+    if not isinstance(root, _Pairs):
         raise InputError("%s: top level is not a JSON object" % file)
-    return root
+    return _checked(file, root, "")
 
 
 def get_string(file, obj, key, required=True):
@@ -420,7 +505,36 @@ def _check_colmajor(file, root, inputs, output, shapes):
                              "shapes[%d]" % (file, k, k))
 
 
+NAME_MAX_BYTES = 200
+
+
+def name_problem(name):
+    """None for a valid name or strategy key (DESIGN 3.3), else what is
+    wrong: a non-empty run of ASCII letters, digits and '_-.+', not starting
+    with a dot, at most 200 bytes."""
+    if not name:
+        return "empty"
+    if len(name.encode("utf-8")) > NAME_MAX_BYTES:
+        return "longer than 200 bytes"
+    if name.startswith("."):
+        return "starts with a dot"
+    if any(not (c.isascii() and (c.isalnum() or c in "_-.+")) for c in name):
+        return ("a character other than letters, digits, '_', '-', '.', "
+                "'+'")
+    return None
+
+
+def _bad_name(file, fld, what, name, problem):
+    return InputError("%s: %s: %s'%s' is not a valid name (%s; expected "
+                      "letters, digits, '_-.+', not starting with '.', at "
+                      "most %d bytes)" % (file, fld, what, _shown(name),
+                                          problem, NAME_MAX_BYTES))
+
+
 def _check_name(file, name):
+    problem = name_problem(name)
+    if problem:
+        raise _bad_name(file, "name", "", name, problem)
     base = os.path.basename(file)
     if base.endswith(".json") and len(base) > 5 and name != base[:-5]:
         raise InputError("%s: name: '%s' does not match the file name "
@@ -520,6 +634,9 @@ def parse_pathset(file, prefix, paths, num_tensors):
                          % (file, prefix, type_name(paths)))
     out = []
     for strategy, obj in paths.items():
+        problem = name_problem(strategy)
+        if problem:
+            raise _bad_name(file, prefix, "strategy key ", strategy, problem)
         fld = "%s.%s" % (prefix, strategy)
         if not isinstance(obj, dict):
             raise InputError("%s: %s: %s (expected an object with \"path\")"
@@ -698,7 +815,8 @@ def load_npy(file, shape):
     """DIR/k.npy: float64, C order, exactly the operand's shape."""
     import numpy as np
     try:
-        arr = np.load(file, allow_pickle=False)
+        with _open_regular(file, 1 << 62) as f:
+            arr = np.load(f, allow_pickle=False)
     except OSError as e:
         raise InputError("%s: cannot open: %s" % (file, e.strerror or e))
     except ValueError as e:

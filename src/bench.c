@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "clock.h"
+#include "interrupt.h"
 #include "window.h"
 
 static int64_t minflt_now(void)
@@ -21,6 +22,16 @@ void eb_bench_result_free(eb_bench_result *r)
     free(r->samples_ns);
     free(r->minflt);
     r->samples_ns = r->minflt = NULL;
+}
+
+/* Between two runs: has a signal or the deadline asked to stop? */
+static int stop_now(const eb_bench_opts *o, eb_bench_result *r)
+{
+    if (eb_interrupt_pending())
+        r->stopped = EB_BENCH_INTERRUPTED;
+    else if (o->deadline_ns && eb_now_ns() >= o->deadline_ns)
+        r->stopped = EB_BENCH_TIMEOUT;
+    return r->stopped != EB_BENCH_DONE;
 }
 
 eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
@@ -41,7 +52,7 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
     }
     eb_status st = EB_OK;
     const double *out = NULL;
-    for (int w = 0; w < o->warmups && !st; w++) {
+    for (int w = 0; w < o->warmups && !st && !stop_now(o, r); w++) {
         eb_exec_counters c = {0};
         st = ex->run(ex->ctx, &out, &c, err);
         ex->release(ex->ctx);
@@ -70,7 +81,8 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
     (void)eb_now_ns();
     (void)minflt_now();
     eb_window_begin(label);
-    for (int k = 0; k < n; k++) {
+    int done = 0;
+    for (int k = 0; k < n && !r->stopped && !stop_now(o, r); k++) {
         eb_exec_counters c = {0};
         int64_t f0 = minflt_now();
         int64_t t0 = eb_now_ns();
@@ -84,6 +96,7 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
             eb_window_dump(sample_labels[k]);
         if (st)
             break;
+        done++;
     }
     eb_window_end(label, !o->per_sample_dumps);
     free(sample_labels);
@@ -92,8 +105,10 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
         eb_bench_result_free(r);
         return st;
     }
-    eb_stats_compute(r->samples_ns, n, scratch, &r->stats);
+    r->samples = done;
+    if (done > 0)
+        eb_stats_compute(r->samples_ns, done, scratch, &r->stats);
     free(scratch);
-    r->out = out;
+    r->out = done > 0 ? out : NULL;
     return EB_OK;
 }

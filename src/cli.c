@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +12,17 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "clock.h"
 #include "calibrate.h"
+#include "clock.h"
 #include "commands.h"
+#include "compare.h"
+#include "export.h"
 #include "eager.h"
+#include "interrupt.h"
 #include "trace.h"
 #include "load.h"
+#include "plan_json.h"
+#include "recfile.h"
 #include "roofline.h"
 #include "runner.h"
 #include "schedule.h"
@@ -27,61 +33,162 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 #define usage_error(...) eb_arg_fail(EXIT_USAGE, NULL, "", __VA_ARGS__)
 
-static const char usage_text[] =
-    "usage: einsum-bench COMMAND [options] ...\n"
-    "\n"
-    "commands:\n"
-    "  run   [options] INSTANCE|DIR ...   measure (warmups, then samples)\n"
-    "  check [options] INSTANCE|DIR ...   verify results only, no timing\n"
-    "  plan  [options] INSTANCE           the path step by step\n"
-    "  info                               machine, build and BLAS metadata\n"
-    "  calibrate [--threads N] [--calibration FILE]\n"
-    "                                     measure the roofline's F and BW\n"
-    "  gen   lm ...                       generate an instance (gen --help)\n"
-    "  path  ...                          compute and store a path (path --help)\n"
-    "\n"
-    "options of run (and of check and plan where they apply):\n"
-    "  --mode eager|trace|both      execution mode (default trace)\n"
-    "  --strategy NAME[,NAME]|all   which stored paths (default all)\n"
-    "  --paths FILE|DIR             where stored paths come from\n"
-    "  --warmup N                   warmup runs, N >= 0 (default 3)\n"
-    "  --samples N                  timed runs, N >= 1 (default 15)\n"
-    "  --threads N                  thread budget of the scope (default 1)\n"
-    "  --fill zeros|random[:SEED]   how inputs are filled (default zeros)\n"
-    "  --inputs DIR                 operand k from DIR/k.npy (float64, C order)\n"
-    "  --save-output DIR            last sample's output to\n"
-    "                               DIR/<instance>.<strategy>.<mode>.npy\n"
-    "  --check                      verify each result before timing\n"
-    "  --check-seed N               seed of the check's random inputs (default 1)\n"
-    "  --json FILE                  JSON-lines records to FILE ('-': stdout,\n"
-    "                               then no table)\n"
-    "  --callgrind-per-sample       one callgrind dump per sample\n"
-    "  --no-fuse                    trace: run every step on its own (no\n"
-    "                               blocked groups of steps)\n"
-    "  --time                       plan: also run the path (--threads,\n"
-    "                               --warmup, --samples, --fill) and print\n"
-    "                               each step's median time\n"
-    "  --calibration FILE           the roofline's F and BW from FILE as given\n"
-    "                               (default: measured once per machine, BLAS\n"
-    "                               and --threads, cached in\n"
-    "                               $EB_CALIBRATION_DIR or\n"
-    "                               ${XDG_CACHE_HOME:-~/.cache}/einsum-bench)\n"
-    "\n"
+/* The commands this file parses, as bits of opt_spec.cmds. */
+enum { C_RUN = 1, C_CHECK = 2, C_PLAN = 4, C_CALIBRATE = 8 };
+
+typedef struct {
+    const char *name;
+    unsigned bit;               /* C_*, 0 for gen/path/info */
+    const char *synopsis;
+    const char *summary;
+} cmd_spec;
+
+static const cmd_spec commands[] = {
+    {"run", C_RUN, "run [options] INSTANCE|DIR ...",
+     "measure: warmups, then timed samples"},
+    {"check", C_CHECK, "check [options] INSTANCE|DIR ...",
+     "verify results only, no timing"},
+    {"plan", C_PLAN, "plan [options] INSTANCE", "the path step by step"},
+    {"compare", 0, "compare [options] BASE.jsonl NEW.jsonl",
+     "NEW/BASE time ratios with 95% intervals"},
+    {"info", 0, "info", "machine, build and BLAS metadata"},
+    {"calibrate", C_CALIBRATE, "calibrate [--threads N] [--calibration FILE]",
+     "measure the roofline's F and BW"},
+    {"gen", 0, "gen lm ...", "generate an instance (help gen)"},
+    {"path", 0, "path ...", "compute and store a path (help path)"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* Every option of run, check and plan: one row each. A new option is a row
+ * here and a case in set_opt. */
+typedef enum {
+    O_MODE, O_STRATEGY, O_PATHS, O_FILTER, O_WARMUP, O_SAMPLES, O_THREADS,
+    O_FILL, O_INPUTS, O_SAVE_OUTPUT, O_CHECK, O_CHECK_SEED, O_JSON,
+    O_EXPORT_CSV, O_EXPORT_MARKDOWN, O_CALLGRIND, O_NO_FUSE, O_LIST, O_TIME,
+    O_CALIBRATION, O_MAX_MEMORY, O_TIMEOUT, O_COUNT
+} opt_id;
+
+typedef struct {
+    opt_id id;
+    const char *name;
+    const char *arg;            /* the value's placeholder; NULL: a flag */
+    unsigned cmds;              /* C_* it applies to */
+    const char *def;            /* default shown in records, or NULL */
+    const char *help;           /* '\n' starts a continuation line */
+} opt_spec;
+
+static const opt_spec options[] = {
+    {O_MODE, "--mode", "eager|trace|both", C_RUN | C_CHECK | C_PLAN, "trace",
+     "execution mode (default trace)"},
+    {O_STRATEGY, "--strategy", "NAME[,NAME]|all", C_RUN | C_CHECK | C_PLAN,
+     "all", "which stored paths (default all)"},
+    {O_PATHS, "--paths", "FILE|DIR", C_RUN | C_CHECK | C_PLAN, NULL,
+     "where stored paths come from"},
+    {O_FILTER, "--filter", "REGEX", C_RUN | C_CHECK, NULL,
+     "only instances whose name matches REGEX\n(POSIX extended, unanchored)"},
+    {O_WARMUP, "--warmup", "N", C_RUN | C_PLAN, "3",
+     "warmup runs, N >= 0 (default 3)"},
+    {O_SAMPLES, "--samples", "N", C_RUN | C_PLAN, "15",
+     "timed runs, N >= 1 (default 15)"},
+    {O_THREADS, "--threads", "N", C_RUN | C_CHECK | C_PLAN | C_CALIBRATE, "1",
+     "thread budget of the scope (default 1)"},
+    {O_FILL, "--fill", "zeros|random[:SEED]", C_RUN | C_PLAN, "zeros",
+     "how inputs are filled (default zeros)"},
+    {O_INPUTS, "--inputs", "DIR", C_RUN | C_PLAN, NULL,
+     "operand k from DIR/k.npy (float64, C order)"},
+    {O_SAVE_OUTPUT, "--save-output", "DIR", C_RUN, NULL,
+     "last sample's output to\nDIR/<instance>.<strategy>.<mode>.npy"},
+    {O_CHECK, "--check", NULL, C_RUN, NULL,
+     "verify each result before timing"},
+    {O_CHECK_SEED, "--check-seed", "N", C_RUN | C_CHECK, "1",
+     "seed of the check's random inputs (default 1)"},
+    {O_JSON, "--json", "FILE", C_RUN | C_CHECK | C_PLAN, NULL,
+     "JSON-lines records to FILE ('-': stdout,\nthen no table); plan: the plan "
+     "as JSON\n(for the peers) instead of the table"},
+    {O_EXPORT_CSV, "--export-csv", "FILE", C_RUN | C_CHECK, NULL,
+     "the measurements as CSV to FILE"},
+    {O_EXPORT_MARKDOWN, "--export-markdown", "FILE", C_RUN | C_CHECK, NULL,
+     "the measurements as a Markdown table to\nFILE"},
+    {O_CALLGRIND, "--callgrind-per-sample", NULL, C_RUN, NULL,
+     "one callgrind dump per sample"},
+    {O_NO_FUSE, "--no-fuse", NULL, C_RUN | C_CHECK | C_PLAN, NULL,
+     "trace: run every step on its own (no\nblocked groups of steps)"},
+    {O_LIST, "--list", NULL, C_RUN | C_CHECK, NULL,
+     "print what would run (instances, sizes,\nmeasurements) and exit"},
+    {O_TIME, "--time", NULL, C_PLAN, NULL,
+     "also run the path (--threads, --warmup,\n--samples, --fill) and print "
+     "each step's\nmedian time"},
+    {O_CALIBRATION, "--calibration", "FILE", C_RUN | C_PLAN | C_CALIBRATE,
+     NULL, "the roofline's F and BW from FILE as given\n(default: measured "
+     "once per machine, BLAS\nand --threads, cached in\n"
+     "$EB_CALIBRATION_DIR or\n${XDG_CACHE_HOME:-~/.cache}/einsum-bench)"},
+    {O_MAX_MEMORY, "--max-memory", "SIZE", C_RUN | C_CHECK, NULL,
+     "refuse a measurement whose peak bytes\n(inputs + intermediates) exceed "
+     "SIZE\n(K/M/G/T suffixes; default 80% of\nMemAvailable at start)"},
+    {O_TIMEOUT, "--timeout", "SECONDS", C_RUN | C_CHECK, NULL,
+     "stop a measurement after SECONDS, between\ntwo runs (status timeout; "
+     "default none)"},
+};
+enum { NUM_OPTS = sizeof options / sizeof options[0] };
+_Static_assert((int)NUM_OPTS == (int)O_COUNT, "one row per option id");
+
+static const char exit_text[] =
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
-
 
 typedef struct {
     eb_run_opts run;
     const char *json;
     const char *inputs;
     const char *mode_str;
-    const char *calibration;    /* --calibration FILE */
-    int fill_given;
     int time;                   /* plan --time */
+    const char *calibration;    /* --calibration FILE */
+    unsigned cmd;               /* C_* of the command parsed */
+    const char *val[O_COUNT];   /* each option's value as given, or NULL */
     char **targets;
     int ntargets;
 } cli_opts;
+
+static const cmd_spec *find_command(const char *name)
+{
+    for (const cmd_spec *c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+/* "an option of run, check" for an option that exists but not here. */
+static void applies_to(unsigned cmds, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (const cmd_spec *c = commands; c->name; c++)
+        if (c->bit & cmds)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                    len ? ", " : "", c->name);
+}
+
+static int unknown_option(const cmd_spec *cmd, const char *arg)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    for (int k = 0; k < NUM_OPTS; k++)
+        if (strcmp(options[k].name, name) == 0) {
+            char where[64];
+            applies_to(options[k].cmds, where, sizeof where);
+            return eb_arg_fail(EXIT_USAGE, cmd->name, cmd->name,
+                               "%s does not apply to %s (an option of %s)",
+                               name, cmd->name, where);
+        }
+    const char *near = eb_arg_closest(name, &options[0].name, NUM_OPTS,
+                                      sizeof options[0]);
+    if (near)
+        return eb_arg_fail(EXIT_USAGE, cmd->name, cmd->name,
+                           "unknown option '%s' (did you mean %s?)", name,
+                           near);
+    return eb_arg_fail(EXIT_USAGE, cmd->name, cmd->name,
+                       "unknown option '%s'", name);
+}
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
@@ -94,11 +201,23 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-
-static int is_opt(const char *arg, const char *name)
+/* SIZE: bytes with an optional K, M, G or T suffix (powers of 1024). */
+static int parse_size(const char *s, int64_t *out)
 {
-    size_t n = strlen(name);
-    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+    if (errno || end == s || !(v > 0) || (*end && (!u || end[1])))
+        return -1;
+    if (u)
+        for (const char *k = units; k <= u; k++)
+            v *= 1024;
+    if (v < 1 || v > 9.2e18)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
 }
 
 static int parse_mode(cli_opts *c, const char *v)
@@ -114,68 +233,124 @@ static int parse_mode(cli_opts *c, const char *v)
     return 0;
 }
 
-/* Options with a numeric value. */
-static int parse_number_opt(cli_opts *c, const char *arg, const char *v)
+/* A count option's value in lo..hi, or a usage error naming it. */
+static int count_opt(const opt_spec *o, const char *v, long lo, long hi,
+                     long *n)
 {
-    long n;
-    if (is_opt(arg, "--warmup")) {
-        if (parse_int(v, 0, 1000000, &n))
-            return usage_error("--warmup: '%s' is not a count >= 0", v);
-        c->run.warmups = (int)n;
-    } else if (is_opt(arg, "--samples")) {
-        if (parse_int(v, 1, 1000000, &n))
-            return usage_error("--samples: '%s' is not a count >= 1", v);
-        c->run.samples = (int)n;
-    } else if (is_opt(arg, "--threads")) {
-        if (parse_int(v, 1, 1024, &n))
-            return usage_error("--threads: '%s' is not a count from 1 to 1024",
-                               v);
-        c->run.threads = (int)n;
-    } else {
-        if (parse_int(v, 0, LONG_MAX, &n))
-            return usage_error("--check-seed: '%s' is not a number >= 0", v);
-        c->run.check_seed = (uint64_t)n;
-    }
-    return 0;
+    if (!parse_int(v, lo, hi, n))
+        return 0;
+    if (hi == LONG_MAX)
+        return usage_error("%s: '%s' is not a number >= %ld", o->name, v, lo);
+    return usage_error("%s: '%s' is not a count from %ld to %ld", o->name, v,
+                       lo, hi);
 }
 
-static int parse_value_opt(cli_opts *c, const char *arg, const char *v)
+static int set_opt(cli_opts *c, const opt_spec *o, const char *v)
 {
-    if (!*v)
-        return usage_error("%s needs a value", arg);
-    if (is_opt(arg, "--mode"))
+    long n = 0;
+    int rc = 0;
+    c->val[o->id] = v;
+    switch (o->id) {
+    case O_MODE:
         return parse_mode(c, v);
-    if (is_opt(arg, "--strategy"))
+    case O_STRATEGY:
         c->run.strategies = v;
-    else if (is_opt(arg, "--paths"))
+        break;
+    case O_PATHS:
         c->run.paths = v;
-    else if (is_opt(arg, "--fill")) {
+        break;
+    case O_FILTER:
+        c->run.filter = v;
+        break;
+    case O_WARMUP:
+        if (!(rc = count_opt(o, v, 0, 1000000, &n)))
+            c->run.warmups = (int)n;
+        break;
+    case O_SAMPLES:
+        if (!(rc = count_opt(o, v, 1, 1000000, &n)))
+            c->run.samples = (int)n;
+        break;
+    case O_THREADS:
+        if (!(rc = count_opt(o, v, 1, 1024, &n)))
+            c->run.threads = (int)n;
+        break;
+    case O_CHECK_SEED:
+        if (!(rc = count_opt(o, v, 0, LONG_MAX, &n)))
+            c->run.check_seed = (uint64_t)n;
+        break;
+    case O_FILL:
         if (eb_fill_parse(v, &c->run.fill))
             return usage_error("--fill: '%s' is not zeros, random or "
                                "random:SEED", v);
         c->run.fill_str = v;
-        c->fill_given = 1;
-    } else if (is_opt(arg, "--inputs"))
+        break;
+    case O_INPUTS:
         c->inputs = v;
-    else if (is_opt(arg, "--save-output"))
+        break;
+    case O_SAVE_OUTPUT:
         c->run.save_dir = v;
-    else if (is_opt(arg, "--json"))
+        break;
+    case O_JSON:
         c->json = v;
-    else if (is_opt(arg, "--calibration"))
+        break;
+    case O_EXPORT_CSV:
+    case O_EXPORT_MARKDOWN:
+        break; /* c->val[] has the file */
+    case O_CHECK:
+        c->run.check = 1;
+        break;
+    case O_CALLGRIND:
+        c->run.per_sample_dumps = 1;
+        break;
+    case O_NO_FUSE:
+        c->run.no_fuse = 1;
+        break;
+    case O_LIST:
+        c->run.list = 1;
+        break;
+    case O_TIME:
+        c->time = 1;
+        break;
+    case O_CALIBRATION:
         c->calibration = v;
-    else
-        return parse_number_opt(c, arg, v);
-    return 0;
+        break;
+    case O_MAX_MEMORY:
+        if (parse_size(v, &c->run.max_memory_bytes))
+            return usage_error("--max-memory: '%s' is not a size (e.g. 512M, "
+                               "16G)", v);
+        break;
+    case O_TIMEOUT: {
+        char *end;
+        errno = 0;
+        c->run.timeout_s = strtod(v, &end);
+        if (errno || end == v || *end || !(c->run.timeout_s > 0) ||
+            c->run.timeout_s > 1e9)
+            return usage_error("--timeout: '%s' is not a number of seconds "
+                               "> 0", v);
+        break;
+    }
+    case O_COUNT:
+        break;
+    }
+    return rc;
 }
 
-static const char *const value_opts[] = {
-    "--mode", "--strategy", "--paths", "--fill", "--inputs", "--save-output",
-    "--json", "--warmup", "--samples", "--threads", "--check-seed",
-    "--calibration", NULL};
+static const opt_spec *find_option(const char *arg)
+{
+    for (int k = 0; k < NUM_OPTS; k++) {
+        size_t n = strlen(options[k].name);
+        if (strncmp(arg, options[k].name, n) == 0 &&
+            (arg[n] == '\0' || (arg[n] == '=' && options[k].arg)))
+            return &options[k];
+    }
+    return NULL;
+}
 
-static int parse_args(int argc, char **argv, cli_opts *c)
+static int parse_args(const cmd_spec *cmd, int argc, char **argv,
+                      cli_opts *c)
 {
     memset(c, 0, sizeof *c);
+    c->cmd = cmd->bit;
     c->run.modes[EB_MODE_TRACE] = 1;
     c->mode_str = "trace";
     c->run.strategies = "all";
@@ -189,44 +364,93 @@ static int parse_args(int argc, char **argv, cli_opts *c)
         return usage_error("%s", "out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--check") == 0) {
-            c->run.check = 1;
-            continue;
-        }
-        if (strcmp(a, "--time") == 0) {
-            c->time = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-fuse") == 0) {
-            c->run.no_fuse = 1;
-            continue;
-        }
-        if (strcmp(a, "--callgrind-per-sample") == 0) {
-            c->run.per_sample_dumps = 1;
-            continue;
-        }
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             c->targets[c->ntargets++] = argv[i];
             continue;
         }
-        int k = 0;
-        for (; value_opts[k]; k++)
-            if (is_opt(a, value_opts[k]))
-                break;
-        if (!value_opts[k])
-            return usage_error("unknown option '%s'", a);
-        const char *v = eb_arg_value(argc, argv, &i, value_opts[k]);
-        int rc = parse_value_opt(c, value_opts[k], v);
+        const opt_spec *o = find_option(a);
+        if (!o || !(o->cmds & cmd->bit))
+            return unknown_option(cmd, a);
+        const char *v = o->arg ? eb_arg_value(argc, argv, &i, o->name) : "1";
+        if (!*v)
+            return usage_error("%s needs a value", o->name);
+        int rc = set_opt(c, o, v);
         if (rc)
             return rc;
     }
     if (c->inputs) {
-        if (c->fill_given)
+        if (c->val[O_FILL])
             return usage_error("%s", "--inputs and --fill exclude each other");
         c->run.fill.kind = EB_FILL_NPY;
         c->run.fill.dir = c->inputs;
         c->run.fill_str = "npy";
     }
+    return 0;
+}
+
+/* Options of the command(s) in cmds, in the --help layout. */
+static void print_options(FILE *f, unsigned cmds, int tag)
+{
+    for (int k = 0; k < NUM_OPTS; k++) {
+        const opt_spec *o = &options[k];
+        if (!(o->cmds & cmds))
+            continue;
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", o->name, o->arg ? " " : "",
+                 o->arg ? o->arg : "");
+        const char *h = o->help;
+        int first = 1;
+        while (*h) {
+            size_t n = strcspn(h, "\n");
+            fprintf(f, "  %-29s%.*s", first ? head : "", (int)n, h);
+            if (tag && !h[n]) {
+                char where[64];
+                applies_to(o->cmds, where, sizeof where);
+                fprintf(f, " [%s]", where);
+            }
+            fputc('\n', f);
+            h += n + (h[n] == '\n');
+            first = 0;
+        }
+    }
+}
+
+static void print_usage(FILE *f)
+{
+    fputs("usage: einsum-bench COMMAND [options] ...\n"
+          "       einsum-bench help COMMAND | COMMAND --help\n"
+          "       einsum-bench --version\n\ncommands:\n", f);
+    for (const cmd_spec *c = commands; c->name; c++)
+        fprintf(f, "  %-39s  %s\n", c->synopsis, c->summary);
+    fputs("\noptions (the commands each applies to in brackets):\n", f);
+    print_options(f, C_RUN | C_CHECK | C_PLAN | C_CALIBRATE, 1);
+    fprintf(f, "\n%s", exit_text);
+}
+
+/* help of one command: its synopsis and its own options. */
+static int command_help(const cmd_spec *cmd)
+{
+    char *argv[] = {(char *)cmd->name, (char *)"--help", NULL};
+    if (strcmp(cmd->name, "gen") == 0)
+        return eb_cmd_gen(2, argv);
+    if (strcmp(cmd->name, "path") == 0)
+        return eb_cmd_path(2, argv);
+    if (strcmp(cmd->name, "compare") == 0)
+        return eb_cmd_compare(2, argv);
+    printf("usage: einsum-bench %s\n\n%s\n", cmd->synopsis, cmd->summary);
+    if (cmd->bit) {
+        printf("\noptions:\n");
+        print_options(stdout, cmd->bit, 0);
+    }
+    printf("\n%s", exit_text);
+    return 0;
+}
+
+static int print_version(void)
+{
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    printf("einsum-bench %s (commit %s)\n", EB_VERSION, sys.git_commit);
     return 0;
 }
 
@@ -263,6 +487,21 @@ static int apply_threads(int threads, char **argv)
     return 0;
 }
 
+/* The default memory budget: 80% of MemAvailable now (no limit if the
+ * kernel does not say). */
+static int64_t default_budget(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib > 0 ? (int64_t)(kib * 1024.0 * 0.8) : INT64_MAX;
+}
+
 static int ensure_dir(const char *dir)
 {
     struct stat sb;
@@ -285,6 +524,24 @@ static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
     }
     if (c->json)
         (*n)++;
+    static const struct {
+        opt_id id;
+        eb_export_kind kind;
+    } exports[] = {{O_EXPORT_CSV, EB_EXPORT_CSV},
+                   {O_EXPORT_MARKDOWN, EB_EXPORT_MARKDOWN}};
+    for (int k = 0; k < 2; k++) {
+        const char *file = c->val[exports[k].id];
+        if (!file)
+            continue;
+        if (eb_report_export(file, exports[k].kind, &reps[*n], &err)) {
+            fprintf(stderr, "einsum-bench: %s: %s\n",
+                    exports[k].kind == EB_EXPORT_CSV ? "--export-csv"
+                                                     : "--export-markdown",
+                    err.msg);
+            return -1;
+        }
+        (*n)++;
+    }
     return 0;
 }
 
@@ -313,59 +570,191 @@ static int get_calibration(const cli_opts *c, const eb_sysinfo *sys,
     return 0;
 }
 
-static int cmd_run(int argc, char **argv, char **full_argv, int verify_only)
+/* --json must not name a file the run reads: opening it for records would
+ * empty it first. Checked against every target (and the *.json files of a
+ * target folder) and --paths. */
+static int json_is_input(const cli_opts *c)
 {
+    if (!c->json || strcmp(c->json, "-") == 0)
+        return 0;
+    if (c->run.paths && eb_recfile_same_file(c->json, c->run.paths))
+        return usage_error("--json: '%s' is also the --paths file; records "
+                           "would overwrite it", c->json);
+    const char *slash = strrchr(c->json, '/');
+    const char *base = slash ? slash + 1 : c->json;
+    size_t blen = strlen(base);
+    int json_name = blen > 5 && strcmp(base + blen - 5, ".json") == 0;
+    for (int t = 0; t < c->ntargets; t++) {
+        char *dir = NULL;
+        int in_dir = 0;
+        if (json_name) {
+            dir = slash ? strndup(c->json, (size_t)(slash - c->json))
+                        : strdup(".");
+            in_dir = dir && *dir && eb_recfile_same_file(dir, c->targets[t]);
+            free(dir);
+        }
+        if (in_dir || eb_recfile_same_file(c->json, c->targets[t]))
+            return usage_error("--json: '%s' is also an input (%s); records "
+                               "would overwrite it", c->json, c->targets[t]);
+    }
+    return 0;
+}
+
+/* A command line that selects no instance at all. */
+static int no_selection(const cli_opts *c)
+{
+    if (c->run.filter)
+        return usage_error("no instance selected: --filter '%s' matches "
+                           "none of the instances given", c->run.filter);
+    return usage_error("%s", "no instance selected: the targets hold no "
+                       "instance files");
+}
+
+static int list_selection(cli_opts *c);
+static int run_selection(cli_opts *c, int argc, char **full_argv);
+
+static int cmd_run(const cmd_spec *cmd, int argc, char **argv,
+                   char **full_argv)
+{
+    int verify_only = cmd->bit == C_CHECK;
     cli_opts c;
-    int rc = parse_args(argc, argv, &c);
+    int rc = parse_args(cmd, argc, argv, &c);
     if (!rc && c.ntargets == 0)
         rc = usage_error("%s: no INSTANCE or DIR given", argv[0]);
-    if (!rc && c.time)
-        rc = usage_error("%s: --time is an option of plan", argv[0]);
-    if (!rc && c.run.save_dir && ensure_dir(c.run.save_dir))
+    if (!rc)
+        rc = json_is_input(&c);
+    regex_t re;
+    if (!rc && c.run.filter && regcomp(&re, c.run.filter, REG_EXTENDED |
+                                                          REG_NOSUB) != 0)
+        rc = usage_error("--filter: '%s' is not a regular expression",
+                         c.run.filter);
+    else if (!rc && c.run.filter)
+        regfree(&re);
+    if (!rc && !c.run.list && c.run.save_dir && ensure_dir(c.run.save_dir))
         rc = usage_error("--save-output: '%s' is not a folder that can be "
                          "created", c.run.save_dir);
-    if (rc) {
-        free(c.targets);
-        return rc;
-    }
     c.run.verify_only = verify_only;
-    int reexec = apply_threads(c.run.threads, full_argv);
-    eb_sysinfo sys;
-    eb_sysinfo_collect(&sys);
+    if (!rc && c.run.list)
+        rc = list_selection(&c);
+    else if (!rc)
+        rc = run_selection(&c, argc + 1, full_argv);
+    free(c.targets);
+    return rc;
+}
+
+/* --list: what the command line selects, without running it. */
+static int list_selection(cli_opts *c)
+{
+    eb_selection sel;
+    eb_run_summary sum;
     eb_calibration cal;
     int have_cal = 0;
-    if (!verify_only && get_calibration(&c, &sys, &cal, &have_cal)) {
-        free(c.targets);
-        return EXIT_USAGE;
+    if (c->cmd == C_RUN) {
+        eb_sysinfo sys;
+        eb_sysinfo_collect(&sys);
+        if (get_calibration(c, &sys, &cal, &have_cal))
+            return EXIT_USAGE;
     }
-    c.run.rates = have_cal ? &cal.rates : NULL;
-    eb_reporter reps[2];
+    c->run.rates = have_cal ? &cal.rates : NULL;
+    eb_runner_select(&c->run, c->targets, c->ntargets, 1, &sel, &sum);
+    if (sum.input_errors)
+        return EXIT_USAGE;
+    printf("%d measurements of %d instances\n", sel.measurements,
+           sel.instances);
+    return sel.instances ? 0 : no_selection(c);
+}
+
+/* Every option of the command with the value the run used, for the run
+ * record; out has room for NUM_OPTS. */
+static int option_values(const cli_opts *c, eb_opt_value *out)
+{
+    int n = 0;
+    for (int k = 0; k < NUM_OPTS; k++) {
+        const opt_spec *o = &options[k];
+        if (!(o->cmds & c->cmd))
+            continue;
+        const char *v = c->val[o->id] ? c->val[o->id] : o->def;
+        if (o->id == O_FILL)
+            v = c->run.fill_str;
+        out[n++] = (eb_opt_value){o->name + 2, v, o->arg == NULL};
+    }
+    return n;
+}
+
+static int run_selection(cli_opts *c, int argc, char **full_argv)
+{
+    int verify_only = c->run.verify_only;
+    int reexec = apply_threads(c->run.threads, full_argv);
+    if (!c->run.max_memory_bytes)
+        c->run.max_memory_bytes = default_budget();
+    eb_interrupt_install();
+    eb_selection sel;
+    eb_run_summary sum;
+    eb_runner_select(&c->run, c->targets, c->ntargets, 0, &sel, &sum);
+    if (sel.instances == 0 && sel.errors == 0)
+        return no_selection(c);
+    c->run.total = sel.measurements;
+    eb_sysinfo sys;
+    eb_sysinfo_collect(&sys);
+    if (!verify_only && sys.online_cpus > 0 &&
+        c->run.threads > sys.online_cpus)
+        fprintf(stderr, "einsum-bench: warning: --threads %d exceeds the %d "
+                "online CPUs: threads share cores (records marked "
+                "\"threads\")\n", c->run.threads, sys.online_cpus);
+    if (!verify_only && eb_window_on_valgrind())
+        fprintf(stderr, "einsum-bench: warning: under Valgrind the times "
+                "are not real times (records marked \"valgrind\"); count "
+                "instructions instead\n");
+    eb_calibration cal;
+    int have_cal = 0;
+    if (!verify_only && get_calibration(c, &sys, &cal, &have_cal))
+        return EXIT_USAGE;
+    c->run.rates = have_cal ? &cal.rates : NULL;
+    eb_reporter reps[4];
     int nreps;
-    if (open_reporters(&c, reps, &nreps)) {
+    if (open_reporters(c, reps, &nreps)) {
         for (int k = 0; k < nreps; k++)
             reps[k].destroy(reps[k].ctx);
-        free(c.targets);
         return EXIT_USAGE;
     }
-    eb_run_info info = {&sys, verify_only ? "check" : "run", c.mode_str,
-                        c.run.strategies, c.run.fill_str, c.run.threads,
-                        verify_only ? 0 : c.run.warmups,
-                        verify_only ? 0 : c.run.samples, reexec,
-                        have_cal ? &cal : NULL};
+    eb_run_info info = {.sys = &sys,
+                        .command = verify_only ? "check" : "run",
+                        .modes = c->mode_str,
+                        .strategies = c->run.strategies,
+                        .fill = c->run.fill_str,
+                        .threads = c->run.threads,
+                        .warmups = verify_only ? 0 : c->run.warmups,
+                        .samples = verify_only ? 0 : c->run.samples,
+                        .reexec = reexec,
+                        .calibration = have_cal ? &cal : NULL,
+                        .argc = argc,
+                        .argv = full_argv};
+    eb_opt_value values[NUM_OPTS];
+    info.num_options = option_values(c, values);
+    info.options = values;
     for (int k = 0; k < nreps; k++)
         reps[k].begin(reps[k].ctx, &info);
-    eb_run_summary sum;
-    eb_runner_run(&c.run, c.targets, c.ntargets, reps, nreps, &sum);
-    int write_failed = 0;
+    eb_runner_run(&c->run, c->targets, c->ntargets, reps, nreps, &sum);
+    int write_failed = sum.write_errors > 0;
     for (int k = 0; k < nreps; k++) {
-        write_failed |= reps[k].finish(reps[k].ctx) != 0;
+        if (reps[k].finish(reps[k].ctx) != 0) {
+            write_failed = 1;
+            if (k == 0 && (!c->json || strcmp(c->json, "-") != 0))
+                fprintf(stderr, "einsum-bench: stdout: cannot write the "
+                        "table: %s\n", strerror(errno));
+        }
         reps[k].destroy(reps[k].ctx);
     }
-    free(c.targets);
     if (verify_only)
         fprintf(stderr, "einsum-bench: check: %d failed, %d unverified, %d "
                 "input errors\n", sum.failures, sum.unverified,
                 sum.input_errors);
+    if (sum.interrupted) {
+        fprintf(stderr, "einsum-bench: interrupted (%s): %d measurements "
+                "completed; their records and table are kept\n",
+                eb_interrupt_name(sum.interrupted), sum.completed);
+        return 128 + sum.interrupted;
+    }
     if (sum.input_errors)
         return EXIT_USAGE;
     return sum.failures || write_failed ? EXIT_FAIL : 0;
@@ -583,28 +972,43 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     return ok ? 0 : EXIT_FAIL;
 }
 
-/* Is `name` one of the comma-separated names in `list` (exact match)? */
-static int in_strategy_list(const char *list, const char *name)
+/* plan --json FILE: the plan for the peers, written whole. */
+static int plan_json(const cli_opts *c)
 {
-    size_t n = strlen(name);
-    for (const char *p = list;; p++) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return 1;
-        if (!e)
-            return 0;
-        p = e;
-    }
+    eb_instance *inst = NULL;
+    eb_pathset *ps = NULL;
+    eb_error err;
+    eb_jw *w = eb_jw_create(0);
+    eb_status st = !w ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
+                      : eb_load_instance(c->targets[0], &inst, &err);
+    if (!st)
+        st = eb_load_find_paths(inst, c->run.paths, &ps, &err);
+    if (!st)
+        st = eb_plan_json(inst, ps, c->run.strategies, w, &err);
+    if (!st && strcmp(c->json, "-") == 0 && eb_jw_write_line(w, stdout))
+        st = eb_error_set(&err, EB_ERR_IO, "--json: cannot write to stdout");
+    else if (!st && strcmp(c->json, "-") != 0)
+        st = eb_jw_write_file(w, c->json, &err);
+    if (st)
+        fprintf(stderr, "einsum-bench: %s\n", err.msg);
+    eb_jw_destroy(w);
+    eb_pathset_destroy(ps);
+    eb_instance_destroy(inst);
+    return st ? (st == EB_ERR_IO ? EXIT_FAIL : EXIT_USAGE) : 0;
 }
 
-static int cmd_plan(int argc, char **argv, char **full_argv)
+static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
+                    char **full_argv)
 {
     cli_opts c;
-    int rc = parse_args(argc, argv, &c);
+    int rc = parse_args(cmd, argc, argv, &c);
     if (!rc && c.ntargets != 1)
         rc = usage_error("%s: give exactly one INSTANCE", argv[0]);
-    if (rc) {
+    if (!rc && c.json && c.time)
+        rc = usage_error("%s", "plan: --json and --time exclude each other");
+    if (!rc && c.json)
+        rc = plan_json(&c);
+    if (rc || c.json) {
         free(c.targets);
         return rc;
     }
@@ -629,8 +1033,7 @@ static int cmd_plan(int argc, char **argv, char **full_argv)
         fprintf(stderr, "einsum-bench: %s\n", err.msg);
     int shown = 0;
     for (int k = 0; !st && k < ps->count; k++) {
-        if (strcmp(c.run.strategies, "all") != 0 &&
-            !in_strategy_list(c.run.strategies, ps->paths[k].strategy))
+        if (!eb_strategy_selected(c.run.strategies, ps->paths[k].strategy))
             continue;
         shown++;
         for (int m = 0; m < EB_MODE_COUNT; m++) {
@@ -655,10 +1058,11 @@ static int cmd_plan(int argc, char **argv, char **full_argv)
 
 /* calibrate: measure F and BW now and write them to the cache (or to
  * --calibration FILE). */
-static int cmd_calibrate(int argc, char **argv, char **full_argv)
+static int cmd_calibrate(const cmd_spec *cmd, int argc, char **argv,
+                         char **full_argv)
 {
     cli_opts c;
-    int rc = parse_args(argc, argv, &c);
+    int rc = parse_args(cmd, argc, argv, &c);
     if (!rc && c.ntargets)
         rc = usage_error("calibrate: unexpected argument '%s'", c.targets[0]);
     free(c.targets);
@@ -696,35 +1100,54 @@ static int cmd_info(int argc, char **argv)
     return 0;
 }
 
+static int is_help(const char *a)
+{
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
 int eb_cli_main(int argc, char **argv)
 {
     if (argc < 2)
         return usage_error("%s", "no command given");
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
-        strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 && strcmp(cmd, "gen") != 0 &&
-            strcmp(cmd, "path") != 0) {
-            fputs(usage_text, stdout);
+    const char *name = argv[1];
+    if (strcmp(name, "--version") == 0)
+        return print_version();
+    if (is_help(name) || strcmp(name, "help") == 0) {
+        if (argc < 3 || is_help(name)) {
+            print_usage(stdout);
             return 0;
         }
-    if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 1, argv + 1, argv, 0);
-    if (strcmp(cmd, "check") == 0)
-        return cmd_run(argc - 1, argv + 1, argv, 1);
-    if (strcmp(cmd, "plan") == 0)
-        return cmd_plan(argc - 1, argv + 1, argv);
-    if (strcmp(cmd, "info") == 0)
+        const cmd_spec *cmd = find_command(argv[2]);
+        if (!cmd)
+            return usage_error("help: unknown command '%s'", argv[2]);
+        return command_help(cmd);
+    }
+    const cmd_spec *cmd = find_command(name);
+    if (!cmd) {
+        const char *near = eb_arg_closest(name, &commands[0].name,
+                                          sizeof commands / sizeof commands[0]
+                                              - 1,
+                                          sizeof commands[0]);
+        if (near)
+            return usage_error("unknown command '%s' (did you mean %s?)",
+                               name, near);
+        return usage_error("unknown command '%s'", name);
+    }
+    if (cmd->bit)
+        for (int i = 2; i < argc; i++)
+            if (is_help(argv[i]))
+                return command_help(cmd);
+    if (cmd->bit & (C_RUN | C_CHECK))
+        return cmd_run(cmd, argc - 1, argv + 1, argv);
+    if (cmd->bit == C_PLAN)
+        return cmd_plan(cmd, argc - 1, argv + 1, argv);
+    if (cmd->bit == C_CALIBRATE)
+        return cmd_calibrate(cmd, argc - 1, argv + 1, argv);
+    if (strcmp(name, "info") == 0)
         return cmd_info(argc - 1, argv + 1);
-    if (strcmp(cmd, "calibrate") == 0)
-        return cmd_calibrate(argc - 1, argv + 1, argv);
-    if (strcmp(cmd, "gen") == 0)
+    if (strcmp(name, "gen") == 0)
         return eb_cmd_gen(argc - 1, argv + 1);
-    if (strcmp(cmd, "path") == 0)
-        return eb_cmd_path(argc - 1, argv + 1);
-    return usage_error("unknown command '%s'", cmd);
+    if (strcmp(name, "compare") == 0)
+        return eb_cmd_compare(argc - 1, argv + 1);
+    return eb_cmd_path(argc - 1, argv + 1);
 }

@@ -8,17 +8,47 @@
 
 #include "utf8.h"
 
-/* Growable label table used while parsing. */
+/* Growable label table used while parsing: code points by id, and an
+ * open-addressing hash (code point -> id + 1, 0 = empty) so that a lookup
+ * costs O(1) whatever the number of labels. */
 typedef struct {
     int count, cap;
     uint32_t *cp;
+    int *slot;          /* hash slots, nslots a power of two */
+    size_t nslots;
 } label_table;
+
+static size_t label_hash(uint32_t cp, size_t nslots)
+{
+    return (size_t)((cp * 2654435761u) ^ (cp >> 16)) & (nslots - 1);
+}
+
+/* Rebuild the hash with nslots slots; -1 when out of memory. */
+static int label_rehash(label_table *t, size_t nslots)
+{
+    int *slot = calloc(nslots, sizeof *slot);
+    if (!slot)
+        return -1;
+    for (int i = 0; i < t->count; i++) {
+        size_t h = label_hash(t->cp[i], nslots);
+        while (slot[h])
+            h = (h + 1) & (nslots - 1);
+        slot[h] = i + 1;
+    }
+    free(t->slot);
+    t->slot = slot;
+    t->nslots = nslots;
+    return 0;
+}
 
 static int label_lookup(label_table *t, uint32_t cp, int add)
 {
-    for (int i = 0; i < t->count; i++)
-        if (t->cp[i] == cp)
-            return i;
+    if (t->nslots) {
+        for (size_t h = label_hash(cp, t->nslots); t->slot[h];
+             h = (h + 1) & (t->nslots - 1))
+            if (t->cp[t->slot[h] - 1] == cp)
+                return t->slot[h] - 1;
+    }
     if (!add)
         return -1;
     if (t->count == t->cap) {
@@ -29,14 +59,31 @@ static int label_lookup(label_table *t, uint32_t cp, int add)
         t->cp = p;
         t->cap = cap;
     }
-    t->cp[t->count] = cp;
-    return t->count++;
+    t->cp[t->count++] = cp;
+    /* Keep the load factor at most 1/2. */
+    if ((size_t)t->count * 2 > t->nslots) {
+        if (label_rehash(t, t->nslots ? 2 * t->nslots : 128)) {
+            t->count--;
+            return -2;
+        }
+    } else {
+        size_t h = label_hash(cp, t->nslots);
+        while (t->slot[h])
+            h = (h + 1) & (t->nslots - 1);
+        t->slot[h] = t->count;
+    }
+    return t->count - 1;
 }
 
+/* Printable labels only: no C0/C1 controls, no bidirectional or other
+ * invisible format characters that would make a printed term lie. */
 static int valid_label(uint32_t cp)
 {
-    return cp > 0x20 && cp != 0x7F && cp != ',' && cp != '-' && cp != '>' &&
-           cp != '.';
+    if (cp <= 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD ||
+        (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+        (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF)
+        return 0;
+    return cp != ',' && cp != '-' && cp != '>' && cp != '.';
 }
 
 /* Parse the terms of one side ("ab,c" or "ab") into terms[], count in *n. */
@@ -259,6 +306,8 @@ eb_status eb_instance_build(const char *file, const char *name,
     inst->num_labels = t.count;
     inst->label_cp = t.cp;
     t.cp = NULL;
+    free(t.slot);
+    t.slot = NULL;
     inst->label_size = calloc((size_t)(t.count ? t.count : 1), sizeof(int64_t));
     if (!inst->label_size) {
         st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
@@ -282,6 +331,7 @@ eb_status eb_instance_build(const char *file, const char *name,
     return EB_OK;
 fail:
     free(t.cp);
+    free(t.slot);
     eb_instance_destroy(inst);
     return st;
 }
@@ -395,6 +445,26 @@ const eb_path *eb_pathset_find(const eb_pathset *ps, const char *strategy)
     for (int k = 0; k < ps->count; k++)
         if (strcmp(ps->paths[k].strategy, strategy) == 0)
             return &ps->paths[k];
+    return NULL;
+}
+
+const char *eb_name_problem(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return "empty";
+    if (n > EB_NAME_MAX_BYTES)
+        return "longer than 200 bytes";
+    if (s[0] == '.')
+        return "starts with a dot";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
+              c == '+'))
+            return "a character other than letters, digits, '_', '-', '.', "
+                   "'+'";
+    }
     return NULL;
 }
 

@@ -105,6 +105,16 @@ const char *eb_path_digest(const eb_path *path, char *buf);
 /* Find a strategy by name; NULL when absent. */
 const eb_path *eb_pathset_find(const eb_pathset *ps, const char *strategy);
 
+/*
+ * Names and strategy keys (DESIGN 3.3): a non-empty run of ASCII letters,
+ * digits and '_', '-', '.', '+', not starting with a dot, at most
+ * EB_NAME_MAX_BYTES bytes. Such a name is safe in a file name (no '/', never
+ * "." or "..") and on a terminal. Returns NULL for a valid name, else what is
+ * wrong with it.
+ */
+enum { EB_NAME_MAX_BYTES = 200 };
+const char *eb_name_problem(const char *s);
+
 void eb_path_free(eb_path *path);       /* frees contents, not path itself */
 void eb_pathset_destroy(eb_pathset *ps); /* NULL is fine */
 

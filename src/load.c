@@ -9,47 +9,125 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "infile.h"
+#include "utf8.h"
+
 eb_status eb_load_read_file(const char *file, char **text, size_t *len,
                             eb_error *err)
 {
-    *text = NULL;
-    struct stat sb;
-    if (stat(file, &sb) != 0)
-        return eb_error_set(err, EB_ERR_IO, "%s: cannot open: %s", file,
-                            strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return eb_error_set(err, EB_ERR_IO, "%s: is a directory", file);
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return eb_error_set(err, EB_ERR_IO, "%s: cannot open: %s", file,
-                            strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    return eb_infile_read(file, EB_INFILE_MAX_BYTES, text, len, err);
+}
+
+/* cJSON turns "\u0000" into a C string that simply ends there ("x\u0000y"
+ * is read as "x"). Before parsing, such escapes are rewritten in place to
+ * "\u0001", which the tree check below rejects with the field's name; a raw
+ * NUL byte anywhere is rejected here. Linear in the text. */
+static eb_status expose_nul_escapes(const char *file, char *text, size_t len,
+                                    eb_error *err)
+{
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '\0')
+            return eb_error_set(err, EB_ERR_INVALID,
+                                "%s: a NUL byte at byte %zu (not allowed)",
+                                file, i);
+        if (!in_string) {
+            in_string = c == '"';
+        } else if (c == '"') {
+            in_string = 0;
+        } else if (c == '\\' && i + 1 < len) {
+            if (len - i >= 6 && memcmp(text + i + 1, "u0000", 5) == 0)
+                text[i + 5] = '1';
+            i++;
         }
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        cap *= 2;
-        char *p = realloc(buf, cap);
-        if (!p)
-            free(buf);
-        buf = p;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return eb_error_set(err, EB_ERR_IO, "%s: read error", file);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    if (len)
-        *len = n;
     return EB_OK;
+}
+
+/* A JSON string that is valid UTF-8 without control characters (C0, DEL,
+ * C1): anything read from a file may end up on a terminal. */
+static int clean_string(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t used = eb_utf8_decode(s + i, n - i, &cp);
+        if (used == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+            return 0;
+        i += used;
+    }
+    return 1;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Append ".key" or "[k]" to a field name being built (truncating). */
+static size_t field_push(char *field, size_t cap, size_t len, const char *key,
+                         int index)
+{
+    int n = key ? snprintf(field + len, cap - len, "%s%s", len ? "." : "", key)
+                : snprintf(field + len, cap - len, "[%d]", index);
+    return n < 0 ? len : len + (size_t)n < cap ? len + (size_t)n : cap - 1;
+}
+
+/* DESIGN 3.3 on the whole tree: no object has a key twice, and no string
+ * (key or value) holds a control character or invalid UTF-8. Duplicates are
+ * found by sorting each object's keys: O(n log n) in the keys. */
+static eb_status check_tree(const char *file, const cJSON *node, char *field,
+                            size_t cap, size_t len, eb_error *err)
+{
+    if (cJSON_IsString(node) && !clean_string(node->valuestring))
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: %s: a NUL or control character or invalid "
+                            "UTF-8 in a string (not allowed)", file,
+                            len ? field : "(top level)");
+    if (!cJSON_IsArray(node) && !cJSON_IsObject(node))
+        return EB_OK;
+    int n = 0;
+    const cJSON *c;
+    for (c = node->child; c; c = c->next)
+        n++;
+    const char **keys = NULL;
+    if (cJSON_IsObject(node) && n > 1 &&
+        !(keys = malloc((size_t)n * sizeof *keys)))
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    int k = 0;
+    eb_status st = EB_OK;
+    for (c = node->child; c && !st; c = c->next, k++) {
+        int is_obj = cJSON_IsObject(node);
+        if (is_obj && !clean_string(c->string)) {
+            char shown[64];
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: %s: key '%s' has a NUL or control "
+                              "character or invalid UTF-8 (not allowed)", file,
+                              len ? field : "(top level)",
+                              eb_utf8_shown(c->string, shown, sizeof shown));
+            break;
+        }
+        if (keys)
+            keys[k] = c->string;
+        size_t l2 = field_push(field, cap, len, is_obj ? c->string : NULL, k);
+        st = check_tree(file, c, field, cap, l2, err);
+        field[len] = '\0';
+    }
+    if (!st && keys) {
+        qsort(keys, (size_t)n, sizeof *keys, cmp_key);
+        for (k = 1; k < n && !st; k++)
+            if (strcmp(keys[k - 1], keys[k]) == 0) {
+                size_t l2 = field_push(field, cap, len, keys[k], 0);
+                st = eb_error_set(err, EB_ERR_INVALID,
+                                  "%s: %s: key given twice (a duplicate key "
+                                  "is not allowed)", file, field);
+                (void)l2;
+                field[len] = '\0';
+            }
+    }
+    free(keys);
+    return st;
 }
 
 /* Parse a file as JSON; the message gives the byte offset of the error. */
@@ -57,9 +135,14 @@ static eb_status parse_json(const char *file, cJSON **out, eb_error *err)
 {
     char *text;
     size_t len;
+    *out = NULL;
     eb_status st = eb_load_read_file(file, &text, &len, err);
     if (st)
         return st;
+    if ((st = expose_nul_escapes(file, text, len, err))) {
+        free(text);
+        return st;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
     if (!root) {
@@ -72,6 +155,11 @@ static eb_status parse_json(const char *file, cJSON **out, eb_error *err)
     } else if (!cJSON_IsObject(root)) {
         st = eb_error_set(err, EB_ERR_INVALID,
                           "%s: top level is not a JSON object", file);
+    } else {
+        char field[512] = "";
+        st = check_tree(file, root, field, sizeof field, 0, err);
+    }
+    if (st) {
         cJSON_Delete(root);
         root = NULL;
     }
@@ -175,6 +263,18 @@ static eb_status parse_pathset(const char *file, const char *prefix,
     const cJSON *strat;
     cJSON_ArrayForEach(strat, paths)
     {
+        const char *bad = eb_name_problem(strat->string);
+        if (bad) {
+            char shown[EB_NAME_MAX_BYTES + 8];
+            st = eb_error_set(err, EB_ERR_INVALID,
+                              "%s: %s: strategy key '%s' is not a valid name "
+                              "(%s; expected letters, digits, '_-.+', not "
+                              "starting with '.', at most %d bytes)", file,
+                              prefix, eb_utf8_shown(strat->string, shown,
+                                                    sizeof shown), bad,
+                              EB_NAME_MAX_BYTES);
+            break;
+        }
         snprintf(field, sizeof field, "%s.%s", prefix, strat->string);
         eb_path *p = &ps->paths[ps->count++];
         p->log10_flops = NAN;
@@ -190,12 +290,8 @@ static eb_status parse_pathset(const char *file, const char *prefix,
                               file, field, type_name(strat));
             break;
         }
-        for (int k = 0; k < ps->count - 1; k++)
-            if (strcmp(ps->paths[k].strategy, p->strategy) == 0)
-                st = eb_error_set(err, EB_ERR_INVALID,
-                                  "%s: %s: strategy given twice", file, field);
-        if (st)
-            break;
+        /* A strategy given twice is a duplicate key: parse_json refused
+         * the file already. */
         const cJSON *steps = cJSON_GetObjectItemCaseSensitive(strat, "path");
         if (!cJSON_IsArray(steps)) {
             st = eb_error_set(err, EB_ERR_INVALID,
@@ -224,11 +320,9 @@ static eb_status parse_pathset(const char *file, const char *prefix,
                 break;
             }
             int64_t i, j;
-            st = get_int(file, sf, cJSON_GetArrayItem(step, 0), -1e9, 1e9, &i,
-                         err);
+            st = get_int(file, sf, step->child, -1e9, 1e9, &i, err);
             if (!st)
-                st = get_int(file, sf, cJSON_GetArrayItem(step, 1), -1e9, 1e9,
-                             &j, err);
+                st = get_int(file, sf, step->child->next, -1e9, 1e9, &j, err);
             if (st)
                 break;
             p->steps[s].i = (int)i;
@@ -318,15 +412,14 @@ static eb_status check_colmajor(const char *file, const cJSON *root,
             return eb_error_set(err, EB_ERR_INVALID,
                                 "%s: shapes_colmajor: expected an array of %d "
                                 "shapes", file, inst->num_tensors);
-        for (int k = 0; k < inst->num_tensors; k++) {
-            const cJSON *s = cJSON_GetArrayItem(sh, k);
+        const cJSON *s = sh->child;
+        for (int k = 0; k < inst->num_tensors; k++, s = s->next) {
             int r = inst->inputs[k].rank;
             int ok = cJSON_IsArray(s) && cJSON_GetArraySize(s) == r;
-            for (int a = 0; ok && a < r; a++) {
-                const cJSON *v = cJSON_GetArrayItem(s, a);
+            const cJSON *v = ok ? s->child : NULL;
+            for (int a = 0; ok && a < r; a++, v = v->next)
                 ok = cJSON_IsNumber(v) &&
                      v->valuedouble == (double)shapes[k][r - 1 - a];
-            }
             if (!ok)
                 return eb_error_set(err, EB_ERR_INVALID,
                                     "%s: shapes_colmajor[%d]: not the reverse "
@@ -352,8 +445,8 @@ static eb_status read_shapes(const char *file, const cJSON *root,
     eb_status st = EB_OK;
     if (!shapes || !ranks)
         st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
-    for (int k = 0; k < n && !st; k++) {
-        const cJSON *s = cJSON_GetArrayItem(sh, k);
+    const cJSON *s = sh->child;
+    for (int k = 0; k < n && !st; k++, s = s->next) {
         if (!cJSON_IsArray(s)) {
             st = eb_error_set(err, EB_ERR_INVALID,
                               "%s: shapes[%d]: %s (expected an array of "
@@ -373,10 +466,10 @@ static eb_status read_shapes(const char *file, const cJSON *root,
             st = eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
             break;
         }
-        for (int a = 0; a < r && !st; a++) {
+        const cJSON *v = s->child;
+        for (int a = 0; a < r && !st; a++, v = v->next) {
             char field[64];
             snprintf(field, sizeof field, "shapes[%d][%d]", k, a);
-            const cJSON *v = cJSON_GetArrayItem(s, a);
             if (cJSON_IsNumber(v) && v->valuedouble < 1 &&
                 v->valuedouble == floor(v->valuedouble))
                 st = eb_error_set(err, EB_ERR_INVALID,
@@ -415,6 +508,16 @@ static eb_status load_instance_json(const char *file, const cJSON *root,
     const char *notes;
     if ((st = get_string(file, root, "notes", 0, &notes, err)))
         return st;
+    const char *bad = eb_name_problem(name);
+    if (bad) {
+        char shown[EB_NAME_MAX_BYTES + 8];
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: name: '%s' is not a valid name (%s; expected "
+                            "letters, digits, '_-.+', not starting with '.', "
+                            "at most %d bytes)", file,
+                            eb_utf8_shown(name, shown, sizeof shown), bad,
+                            EB_NAME_MAX_BYTES);
+    }
     /* The name is the file name without ".json" (names may contain dots). */
     const char *base = base_name(file);
     size_t blen = strlen(base);
@@ -495,10 +598,13 @@ eb_status eb_load_pathfile(const char *file, const eb_instance *inst,
         return st;
     const char *name;
     st = get_string(file, root, "instance", 1, &name, err);
-    if (!st && strcmp(name, inst->name) != 0)
+    if (!st && strcmp(name, inst->name) != 0) {
+        char shown[EB_NAME_MAX_BYTES + 8];
         st = eb_error_set(err, EB_ERR_INVALID,
-                          "%s: instance: names '%s', not '%s'", file, name,
+                          "%s: instance: names '%s', not '%s'", file,
+                          eb_utf8_shown(name, shown, sizeof shown),
                           inst->name);
+    }
     if (!st) {
         const cJSON *paths = cJSON_GetObjectItemCaseSensitive(root, "paths");
         if (!paths)

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+
+#include "infile.h"
+#include "interrupt.h"
 
 /* Data bytes are copied as they are: '<f8' is the host's double only here. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -431,10 +435,17 @@ eb_status eb_npy_read(const char *file, const int64_t *expected, int rank,
     eb_status s = shape_bytes(file, expected, rank, &need, err);
     if (s != EB_OK)
         return s;
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return eb_error_set(err, EB_ERR_IO, "%s: cannot open: %s", file,
+    /* Regular files only (a FIFO or /dev/zero is refused, never read). */
+    int fd;
+    s = eb_infile_open(file, INT64_MAX, &fd, NULL, err);
+    if (s != EB_OK)
+        return s;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: cannot open: %s", file,
                             strerror(errno));
+    }
     npy_header h;
     s = read_header(f, file, &h, err);
     if (s == EB_OK)
@@ -489,14 +500,22 @@ static size_t build_header(char *buf, size_t size, const int64_t *shape,
     return total;
 }
 
-/* Write header and data to tmp, checking every step including close. */
-static eb_status write_tmp(const char *tmp, const char *head, size_t head_len,
-                           const double *data, size_t bytes, eb_error *err)
+/* Write header and data to the new temporary fd, checking every step
+ * including close. */
+static eb_status write_tmp(int fd, const char *tmp, const char *head,
+                           size_t head_len, const double *data, size_t bytes,
+                           eb_error *err)
 {
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    /* mkstemp makes the file 0600; give it the mode fopen would have. */
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *f = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
         return eb_error_set(err, EB_ERR_IO, "%s: cannot create: %s", tmp,
-                            strerror(errno));
+                            strerror(e));
+    }
     int ok = fwrite(head, 1, head_len, f) == head_len &&
              (bytes == 0 || fwrite(data, 1, bytes, f) == bytes) &&
              fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -532,13 +551,24 @@ eb_status eb_npy_write(const char *file, const int64_t *shape, int rank,
     char *tmp = malloc(tmp_size);
     if (!tmp)
         return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
-    snprintf(tmp, tmp_size, "%s.tmp.%ld", file, (long)getpid());
-    s = write_tmp(tmp, head, head_len, data, bytes, err);
+    /* An unpredictable name made with O_EXCL in the target's folder (so
+     * the rename stays on one file system). */
+    snprintf(tmp, tmp_size, "%s.tmp.XXXXXX", file);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        s = eb_error_set(err, EB_ERR_IO, "%s: cannot create a temporary "
+                         "file: %s", file, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    eb_interrupt_tmpfile(tmp);
+    s = write_tmp(fd, tmp, head, head_len, data, bytes, err);
     if (s == EB_OK && rename(tmp, file) != 0)
         s = eb_error_set(err, EB_ERR_IO, "%s: cannot rename %s into place: %s",
                          file, tmp, strerror(errno));
     if (s != EB_OK)
         remove(tmp);
+    eb_interrupt_tmpfile(NULL);
     free(tmp);
     return s;
 }

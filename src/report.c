@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonw.h"
+#include "recfile.h"
 
 /* ---- table -------------------------------------------------------------- */
 
@@ -122,8 +123,12 @@ static void print_header(table_ctx *t, const char *strategy, const char *mode)
 /* Why a row has no times, in words only (digits would look like data). */
 static const char *skip_reason(const row *w)
 {
-    if (strcmp(w->status, "skipped") == 0)
-        return "skipped";
+    /* interrupted and timeout keep their samples in the record, but a
+     * parser must not take a partial measurement for a result. */
+    if (strcmp(w->status, "skipped") == 0 ||
+        strcmp(w->status, "interrupted") == 0 ||
+        strcmp(w->status, "timeout") == 0)
+        return w->status;
     if (w->error && strncmp(w->error, "check", 5) == 0)
         return "check failed";
     return "error";
@@ -220,10 +225,22 @@ eb_status eb_report_table(FILE *f, eb_reporter *out, eb_error *err)
 /* ---- JSON lines --------------------------------------------------------- */
 
 typedef struct {
-    FILE *f;
-    int owns;
+    eb_recfile *rf;
     eb_jw *w;
 } jsonl_ctx;
+
+/* The built record as one line, whole or not at all (recfile.h). */
+static int jsonl_write(jsonl_ctx *j)
+{
+    eb_error err;
+    if (!eb_jw_ok(j->w))
+        return -1;
+    if (eb_recfile_write(j->rf, eb_jw_text(j->w), eb_jw_len(j->w), &err)) {
+        fprintf(stderr, "einsum-bench: --json: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
 
 static int jsonl_begin(void *vctx, const eb_run_info *i)
 {
@@ -240,11 +257,28 @@ static int jsonl_begin(void *vctx, const eb_run_info *i)
     eb_jw_int(j->w, "warmups", i->warmups);
     eb_jw_int(j->w, "samples", i->samples);
     eb_jw_bool(j->w, "reexec", i->reexec);
+    if (i->argv) {
+        eb_jw_arr_begin(j->w, "argv");
+        for (int k = 0; k < i->argc; k++)
+            eb_jw_str(j->w, NULL, i->argv[k]);
+        eb_jw_arr_end(j->w);
+    }
+    if (i->options) {
+        eb_jw_obj_begin(j->w, "options");
+        for (int k = 0; k < i->num_options; k++) {
+            const eb_opt_value *o = &i->options[k];
+            if (o->is_flag)
+                eb_jw_bool(j->w, o->name, o->value != NULL);
+            else
+                eb_jw_str(j->w, o->name, o->value);
+        }
+        eb_jw_obj_end(j->w);
+    }
     if (i->sys)
         eb_sysinfo_json(i->sys, j->w);
     eb_calib_json(i->calibration, j->w, "calibration");
     eb_jw_obj_end(j->w);
-    return eb_jw_write_line(j->w, j->f);
+    return jsonl_write(j);
 }
 
 static void ms(eb_jw *w, const char *key, int has, double ns)
@@ -293,6 +327,29 @@ static void jsonl_stats(eb_jw *w, const eb_record *r)
     } else {
         eb_jw_null(w, "minflt_median");
     }
+}
+
+/* How quiet the machine was; marks say what makes the times suspect. */
+static void jsonl_noise(eb_jw *w, const eb_record *r)
+{
+    if (!r->has_noise) {
+        eb_jw_null(w, "load_avg");
+        eb_jw_null(w, "others_cpus");
+        eb_jw_null(w, "noise");
+        return;
+    }
+    if (isnan(r->noise.load1))
+        eb_jw_null(w, "load_avg");
+    else
+        eb_jw_num(w, "load_avg", r->noise.load1);
+    if (isnan(r->noise.others_cpus))
+        eb_jw_null(w, "others_cpus");
+    else
+        eb_jw_num(w, "others_cpus", r->noise.others_cpus);
+    eb_jw_arr_begin(w, "noise");
+    for (int k = 0; k < r->num_marks; k++)
+        eb_jw_str(w, NULL, r->marks[k]);
+    eb_jw_arr_end(w);
 }
 
 static void jsonl_costs(eb_jw *w, const eb_record *r)
@@ -356,6 +413,9 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
     eb_jw_str(w, "path_source", r->path_source);
     eb_jw_str(w, "path_digest", r->path_digest);
     eb_jw_str(w, "reused_from", r->reused_from);
+    eb_jw_str(w, "instance_sha256", r->instance_sha256);
+    eb_jw_str(w, "paths_sha256", r->paths_sha256);
+    jsonl_noise(w, r);
     eb_jw_int(w, "num_tensors", r->num_tensors);
     eb_jw_int(w, "threads", r->threads);
     eb_jw_int(w, "openblas_threads", r->openblas_threads);
@@ -374,13 +434,13 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
         eb_jw_null(w, "check");
     }
     eb_jw_obj_end(w);
-    return eb_jw_write_line(w, j->f);
+    return jsonl_write(j);
 }
 
 static int jsonl_finish(void *vctx)
 {
-    jsonl_ctx *j = vctx;
-    return fflush(j->f) == 0 && !ferror(j->f) ? 0 : -1;
+    (void)vctx; /* every record went out with its own write(2) */
+    return 0;
 }
 
 static void jsonl_destroy(void *vctx)
@@ -388,8 +448,7 @@ static void jsonl_destroy(void *vctx)
     jsonl_ctx *j = vctx;
     if (!j)
         return;
-    if (j->owns && j->f)
-        fclose(j->f);
+    eb_recfile_close(j->rf);
     eb_jw_destroy(j->w);
     free(j);
 }
@@ -400,17 +459,11 @@ eb_status eb_report_jsonl(const char *file, eb_reporter *out, eb_error *err)
     if (!j)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     j->w = eb_jw_create(0);
-    if (strcmp(file, "-") == 0) {
-        j->f = stdout;
-    } else {
-        j->f = fopen(file, "w");
-        j->owns = 1;
-    }
-    if (!j->w || !j->f) {
-        int e = errno;
+    eb_status st = j->w ? eb_recfile_open(file, &j->rf, err)
+                        : eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    if (st) {
         jsonl_destroy(j);
-        return eb_error_set(err, EB_ERR_IO, "%s: cannot open for writing: %s",
-                            file, strerror(e));
+        return st;
     }
     *out = (eb_reporter){j, jsonl_begin, jsonl_measurement, jsonl_finish,
                          jsonl_destroy};

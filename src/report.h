@@ -14,9 +14,18 @@
 #include <stdio.h>
 
 #include "calibrate.h"
+#include "noise.h"
 #include "stats.h"
 #include "status.h"
 #include "sysinfo.h"
+
+/* One option of the command line as the run used it: value NULL when
+ * neither given nor defaulted; a flag is on when value is not NULL. */
+typedef struct {
+    const char *name;           /* without the leading "--" */
+    const char *value;
+    int is_flag;
+} eb_opt_value;
 
 typedef struct {
     const eb_sysinfo *sys;
@@ -28,6 +37,10 @@ typedef struct {
     int warmups, samples;
     int reexec;                 /* 1 if the process re-executed itself */
     const eb_calibration *calibration; /* the roofline's F and BW, or NULL */
+    int argc;                   /* the command line as given */
+    char *const *argv;
+    int num_options;            /* every option of the command */
+    const eb_opt_value *options;
 } eb_run_info;
 
 typedef struct {
@@ -40,6 +53,8 @@ typedef struct {
     const char *path_source;    /* file of the path, NULL if none */
     const char *path_digest;    /* NULL if none */
     const char *reused_from;    /* strategy measured instead, or NULL */
+    const char *instance_sha256; /* of the instance file, or NULL */
+    const char *paths_sha256;   /* of the file the path came from, or NULL */
     int num_tensors;
     int threads, openblas_threads, warmups, samples;
     const int64_t *samples_ns;  /* samples entries, or NULL */
@@ -56,6 +71,10 @@ typedef struct {
     int has_roofline;           /* the roofline fields are set */
     double roofline_ms;         /* sum of the step bounds (roofline.h) */
     double roofline_gflops, roofline_gbs; /* the F and BW used */
+    int has_noise;              /* noise and marks are set */
+    eb_noise noise;             /* during the samples */
+    int num_marks;              /* why the times are suspect (noise.h) */
+    const char *marks[EB_NOISE_MAX_MARKS];
     int has_check;
     double max_rel_err;
     const char *check_ref;      /* what the check compared against */

@@ -3,23 +3,42 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "budget.h"
+#include "clock.h"
+#include "interrupt.h"
 #include "verify.h"
 #include "load.h"
 #include "npy.h"
 #include "schedule.h"
 #include "scope.h"
+#include "sha256.h"
+#include "window.h"
+
+/* One walk over the targets either counts the selection quietly, lists it,
+ * or runs it. */
+typedef enum { PASS_COUNT, PASS_LIST, PASS_RUN } pass_kind;
 
 typedef struct {
     const eb_run_opts *o;
     eb_reporter *reps;
     int nreps;
     eb_run_summary *sum;
+    char inst_sha[65], paths_sha[65]; /* of the instance being run */
+    pass_kind pass;
+    regex_t filter;
+    int has_filter;
+    eb_selection sel;           /* PASS_COUNT and PASS_LIST fill it */
+    int index;                  /* PASS_RUN: measurements announced */
+    int64_t t0_ns;
+    int online_cpus;
 } runner;
 
 /* What one measured (strategy, mode) produced, kept for reuse. */
@@ -37,7 +56,7 @@ static void emit(runner *r, const eb_record *rec)
 {
     for (int k = 0; k < r->nreps; k++)
         if (r->reps[k].measurement(r->reps[k].ctx, rec))
-            fprintf(stderr, "einsum-bench: error writing a record\n");
+            r->sum->write_errors++;
 }
 
 static void input_error(runner *r, const eb_error *err)
@@ -128,13 +147,56 @@ static eb_status save_output(const eb_instance *inst, const char *dir,
                              const char *strategy, eb_mode mode,
                              const double *out, eb_error *err)
 {
+    /* Built only from names validated at load (no '/', no leading dot),
+     * checked again here: the file stays inside dir whatever the input. */
+    if (eb_name_problem(inst->name) || eb_name_problem(strategy))
+        return eb_error_set(err, EB_ERR_INTERNAL, "%s: an unvalidated name "
+                            "reached --save-output", inst->file);
     char file[4096];
-    snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name, strategy,
-             eb_mode_name(mode));
+    int n = snprintf(file, sizeof file, "%s/%s.%s.%s.npy", dir, inst->name,
+                     strategy, eb_mode_name(mode));
+    if (n < 0 || (size_t)n >= sizeof file)
+        return eb_error_set(err, EB_ERR_IO, "--save-output: '%s': folder "
+                            "name too long", dir);
     int64_t shape[EB_MAX_RANK];
     for (int a = 0; a < inst->output.rank; a++)
         shape[a] = inst->label_size[inst->output.ids[a]];
     return eb_npy_write(file, shape, inst->output.rank, out, err);
+}
+
+/* A measurement a signal or --timeout ended early: it keeps the samples
+ * it completed, with status "interrupted" or "timeout". */
+static void stopped_early(const eb_run_opts *o, const eb_bench_result *br,
+                          eb_record *rec, done_entry *d)
+{
+    int sig = eb_interrupt_pending();
+    if (br->stopped == EB_BENCH_TIMEOUT) {
+        rec->status = "timeout";
+        snprintf(d->error, sizeof d->error, "--timeout %g s reached after "
+                 "%d of %d samples", o->timeout_s, br->samples, o->samples);
+    } else {
+        rec->status = "interrupted";
+        snprintf(d->error, sizeof d->error, "%s after %d of %d samples",
+                 eb_interrupt_name(sig), br->samples, o->samples);
+    }
+    rec->error = d->error;
+}
+
+/* One warning line for the marks a run-wide warning has not said. */
+static void warn_noise(const eb_record *rec)
+{
+    char what[256] = "";
+    for (int k = 0; k < rec->num_marks; k++)
+        if (strcmp(rec->marks[k], "iqr") == 0 ||
+            strcmp(rec->marks[k], "busy") == 0)
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s",
+                     what[0] ? "; " : "", eb_noise_explain(rec->marks[k]));
+    if (what[0])
+        fprintf(stderr, "einsum-bench: warning: %s/%s/%s: noisy: %s (IQR "
+                "%.1f%% of the median, others %.2f CPUs, load %.2f)\n",
+                rec->instance, rec->strategy, rec->mode, what,
+                100 * rec->stats.iqr_ns / rec->stats.median_ns,
+                rec->noise.others_cpus, rec->noise.load1);
 }
 
 /* Warmups and samples of one (path, mode) in one scope. */
@@ -144,6 +206,9 @@ static eb_status measure(runner *r, const eb_instance *inst,
                          eb_error *err)
 {
     const eb_run_opts *o = r->o;
+    int64_t deadline_ns = o->timeout_s > 0
+                              ? eb_now_ns() + (int64_t)(o->timeout_s * 1e9)
+                              : 0;
     eb_scope *scope;
     eb_status st = eb_scope_enter(o->threads, &scope, err);
     if (st)
@@ -161,12 +226,25 @@ static eb_status measure(runner *r, const eb_instance *inst,
     char label[512];
     snprintf(label, sizeof label, "%s/%s/%s", inst->name, path->strategy,
              eb_mode_name(mode));
-    eb_bench_opts bo = {o->warmups, o->samples, o->per_sample_dumps, label};
+    eb_bench_opts bo = {o->warmups, o->samples, o->per_sample_dumps, label,
+                        deadline_ns};
     eb_bench_result br;
+    eb_noise_clock nc;
+    eb_noise_begin(&nc);
     st = eb_bench_run(&ex, &bo, &br, err);
+    if (!st && br.stopped)
+        stopped_early(o, &br, rec, d);
+    eb_noise_end(&nc, &rec->noise);
     if (!st) {
-        rec->has_stats = 1;
+        rec->has_stats = br.samples > 0;
+        rec->samples = br.samples;
         rec->stats = br.stats;
+        rec->has_noise = 1;
+        rec->num_marks = eb_noise_marks(&rec->noise, br.stats.median_ns,
+                                        br.stats.iqr_ns, o->threads,
+                                        r->online_cpus,
+                                        eb_window_on_valgrind(), rec->marks);
+        warn_noise(rec);
         rec->compile_ms = ex.compile_ms;
         rec->fused_groups = ex.fused_groups;
         rec->gemm_calls = br.per_sample.gemm_calls;
@@ -178,7 +256,7 @@ static eb_status measure(runner *r, const eb_instance *inst,
         d->minflt = br.minflt;
         rec->samples_ns = br.samples_ns;
         rec->minflt = br.minflt;
-        if (o->save_dir)
+        if (o->save_dir && !br.stopped)
             st = save_output(inst, o->save_dir, path->strategy, mode, br.out,
                              err);
     }
@@ -225,6 +303,51 @@ static void do_check(runner *r, eb_checker *chk, const eb_path *path,
     }
 }
 
+/* "[i/N] instance strategy mode" on stderr before each measurement, with
+ * the time left at the pace so far when stderr is a terminal. */
+static void announce(runner *r, const char *inst, const char *strategy,
+                     eb_mode mode)
+{
+    int i = ++r->index, n = r->o->total;
+    fprintf(stderr, "[%d/%d] %s %s %s", i, n > 0 ? n : i, inst, strategy,
+            eb_mode_name(mode));
+    if (i > 1 && n >= i && isatty(STDERR_FILENO)) {
+        double left = (double)(eb_now_ns() - r->t0_ns) / (i - 1) *
+                      (n - i + 1) / 1e9;
+        fprintf(stderr, "  (ETA %dm%02ds)", (int)(left / 60),
+                (int)left % 60);
+    }
+    fputc('\n', stderr);
+}
+
+/* --save-output for a reused measurement: the file of the one it reuses. */
+static void copy_output(runner *r, const char *inst, const char *from,
+                        const char *to, const char *mode)
+{
+    char src[4096], dst[4096];
+    snprintf(src, sizeof src, "%s/%s.%s.%s.npy", r->o->save_dir, inst, from,
+             mode);
+    snprintf(dst, sizeof dst, "%s/%s.%s.%s.npy", r->o->save_dir, inst, to,
+             mode);
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in);
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        ok = 0;
+    if (!ok) {
+        fprintf(stderr, "einsum-bench: --save-output: cannot copy %s to %s\n",
+                src, dst);
+        remove(dst);
+        r->sum->failures++;
+    }
+}
+
 /* A record for a strategy whose path equals one already measured. */
 static void emit_reused(runner *r, const done_entry *prev, const eb_path *path,
                         done_entry *d)
@@ -234,6 +357,10 @@ static void emit_reused(runner *r, const done_entry *prev, const eb_path *path,
     d->rec.reused_from = prev->rec.strategy;
     d->rec.stored_log10_flops = path->log10_flops;
     d->rec.stored_log2_size = path->log2_size;
+    announce(r, d->rec.instance, path->strategy, prev->mode);
+    if (r->o->save_dir && !r->o->verify_only)
+        copy_output(r, d->rec.instance, prev->rec.strategy, path->strategy,
+                    d->rec.mode);
     emit(r, &d->rec);
     fprintf(stderr, "einsum-bench: %s/%s/%s: same path as %s, reused\n",
             d->rec.instance, path->strategy, d->rec.mode, prev->rec.strategy);
@@ -255,6 +382,27 @@ static void progress(const eb_record *rec)
                 rec->check_status, rec->check_ref, rec->max_rel_err);
 }
 
+/* Bytes of the input copies a run makes: one set to measure, one more
+ * for the checker's random inputs. */
+static double input_bytes(const eb_instance *inst, const eb_run_opts *o)
+{
+    int copies = !o->verify_only + (o->verify_only || o->check);
+    return eb_budget_inputs(inst) * copies;
+}
+
+/* A measurement whose peak bytes exceed the budget: refused before any
+ * allocation, status error (the others still run). */
+static void over_budget(runner *r, double need, eb_record *rec, done_entry *d)
+{
+    char a[32], b[32];
+    snprintf(d->error, sizeof d->error, "needs %s, budget %s (--max-memory)",
+             eb_budget_str(need, a, sizeof a),
+             eb_budget_str((double)r->o->max_memory_bytes, b, sizeof b));
+    rec->status = "error";
+    rec->error = d->error;
+    r->sum->failures++;
+}
+
 /* One strategy in one mode: check and/or measure, then emit. */
 static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
                     const eb_operands *ops, eb_checker *chk,
@@ -271,8 +419,23 @@ static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
         return;
     }
     base_record(inst, ps, path, sched, mode, o, d->digest, &d->rec);
-    eb_schedule_destroy(sched);
+    d->rec.instance_sha256 = r->inst_sha[0] ? r->inst_sha : NULL;
+    d->rec.paths_sha256 = r->paths_sha[0] ? r->paths_sha : NULL;
+    announce(r, inst->name, path->strategy, mode);
     eb_record *rec = &d->rec;
+    /* Inputs not created (they alone are over the budget) also refuse. */
+    int no_inputs = (!o->verify_only && !ops) ||
+                    ((o->verify_only || o->check) && !chk);
+    double need = eb_budget_peak(inst, sched);
+    eb_schedule_destroy(sched);
+    if (no_inputs && need < input_bytes(inst, o))
+        need = input_bytes(inst, o);
+    if (no_inputs || need > (double)o->max_memory_bytes) {
+        over_budget(r, need, rec, d);
+        progress(rec);
+        emit(r, rec);
+        return;
+    }
     if (chk)
         do_check(r, chk, path, mode, rec, d);
     if (!o->verify_only && strcmp(rec->status, "ok") == 0) {
@@ -282,10 +445,14 @@ static void run_one(runner *r, const eb_instance *inst, const eb_pathset *ps,
             snprintf(d->error, sizeof d->error, "%s", err.msg);
             rec->error = d->error;
             r->sum->failures++;
-        } else {
+        } else if (strcmp(rec->status, "timeout") == 0) {
+            r->sum->failures++;
+        } else if (strcmp(rec->status, "ok") == 0) {
             r->sum->measured++;
         }
     }
+    if (strcmp(rec->status, "ok") == 0)
+        r->sum->completed++;
     progress(rec);
     emit(r, rec);
 }
@@ -318,7 +485,7 @@ static void run_strategies(runner *r, const eb_instance *inst,
             !in_list(r->o->strategies, path->strategy))
             continue;
         for (int m = 0; m < EB_MODE_COUNT; m++) {
-            if (!r->o->modes[m])
+            if (!r->o->modes[m] || eb_interrupt_pending())
                 continue;
             const done_entry *prev = find_done(done, n, path, (eb_mode)m);
             if (prev && strcmp(prev->rec.status, "ok") == 0)
@@ -334,6 +501,71 @@ static void run_strategies(runner *r, const eb_instance *inst,
     free(done);
 }
 
+static int selected_strategy(const eb_run_opts *o, const eb_path *path)
+{
+    return strcmp(o->strategies, "all") == 0 ||
+           in_list(o->strategies, path->strategy);
+}
+
+static int num_modes(const eb_run_opts *o)
+{
+    int n = 0;
+    for (int m = 0; m < EB_MODE_COUNT; m++)
+        n += o->modes[m] != 0;
+    return n;
+}
+
+/* --list: one row per selected strategy of an instance. */
+static void list_instance(runner *r, const eb_instance *inst,
+                          const eb_pathset *ps)
+{
+    int64_t bytes = 0;
+    for (int k = 0; k < inst->num_tensors; k++)
+        bytes += eb_instance_operand_elems(inst, k) * 8;
+    for (int k = 0; k < ps->count; k++) {
+        if (!selected_strategy(r->o, &ps->paths[k]))
+            continue;
+        eb_schedule *sched;
+        eb_error err;
+        if (eb_schedule_build(inst, &ps->paths[k], &sched, &err)) {
+            input_error(r, &err);
+            continue;
+        }
+        char modes[32] = "";
+        for (int m = 0; m < EB_MODE_COUNT; m++)
+            if (r->o->modes[m])
+                snprintf(modes + strlen(modes), sizeof modes - strlen(modes),
+                         "%s%s", modes[0] ? "," : "", eb_mode_name((eb_mode)m));
+        const eb_rates *rates = r->o->rates;
+        if (r->sel.measurements == 0)
+            printf("%-52s %-12s %7s %10s %8s %10s %s%s\n", "Instance",
+                   "Strategy", "Tensors", "log10FLOPS", "log2SIZE",
+                   "Inputs(MB)", rates ? "Roofline(ms) " : "", "Modes");
+        printf("%-52s %-12s %7d %10.4f %8.4f %10.3f ", inst->name,
+               ps->paths[k].strategy, inst->num_tensors, sched->log10_flops,
+               sched->log2_size, (double)bytes / 1e6);
+        if (rates)
+            printf("%12.4g ", eb_roofline_path(inst, sched, rates, NULL));
+        printf("%s\n", modes);
+        r->sel.measurements += num_modes(r->o);
+        eb_schedule_destroy(sched);
+    }
+}
+
+/* PASS_COUNT and PASS_LIST: count (and list) what an instance selects. */
+static void select_instance(runner *r, const eb_instance *inst,
+                            const eb_pathset *ps)
+{
+    r->sel.instances++;
+    if (r->pass == PASS_LIST) {
+        list_instance(r, inst, ps);
+        return;
+    }
+    for (int k = 0; k < ps->count; k++)
+        if (selected_strategy(r->o, &ps->paths[k]))
+            r->sel.measurements += num_modes(r->o);
+}
+
 static void run_instance(runner *r, const char *file)
 {
     const eb_run_opts *o = r->o;
@@ -344,16 +576,40 @@ static void run_instance(runner *r, const char *file)
     eb_error err;
     eb_status st = eb_load_instance(file, &inst, &err);
     if (st == EB_ERR_UNSUPPORTED) {
-        fprintf(stderr, "einsum-bench: skipped: %s\n", err.msg);
+        if (r->pass != PASS_COUNT)
+            fprintf(stderr, "einsum-bench: skipped: %s\n", err.msg);
+        return;
+    }
+    if (!st && r->has_filter &&
+        regexec(&r->filter, inst->name, 0, NULL, 0) != 0) {
+        eb_instance_destroy(inst);
         return;
     }
     if (!st)
         st = eb_load_find_paths(inst, o->paths, &ps, &err);
     if (!st)
         st = check_strategies(inst, ps, o->strategies, &err);
-    if (!st && !o->verify_only)
+    if (r->pass != PASS_RUN) {
+        if (!st)
+            select_instance(r, inst, ps);
+        else if (r->pass == PASS_COUNT)
+            r->sel.errors++;
+        else
+            input_error(r, &err);
+        eb_pathset_destroy(ps);
+        eb_instance_destroy(inst);
+        return;
+    }
+    if (!st) {
+        eb_sha256_file(inst->file, r->inst_sha);
+        eb_sha256_file(ps->source, r->paths_sha);
+    }
+    /* Inputs over the budget are not created: each measurement is then
+     * refused by run_one with the numbers. */
+    int fits = !st && input_bytes(inst, o) <= (double)o->max_memory_bytes;
+    if (fits && !o->verify_only)
         st = eb_operands_create(inst, &o->fill, &ops, &err);
-    if (!st && (o->verify_only || o->check))
+    if (fits && !st && (o->verify_only || o->check))
         st = eb_checker_create(inst, ps, o->check_seed, o->threads,
                                !o->no_fuse, &chk, &err);
     if (st)
@@ -376,6 +632,10 @@ static void run_dir(runner *r, const char *dir)
 {
     struct dirent **list;
     int n = scandir(dir, &list, json_name, alphasort);
+    if (n < 0 && r->pass == PASS_COUNT) {
+        r->sel.errors++;
+        return;
+    }
     if (n < 0) {
         eb_error err;
         eb_error_set(&err, EB_ERR_IO, "%s: cannot read folder", dir);
@@ -383,31 +643,61 @@ static void run_dir(runner *r, const char *dir)
         return;
     }
     for (int k = 0; k < n; k++) {
+        if (eb_interrupt_pending()) {
+            free(list[k]);
+            continue;
+        }
         char file[4096];
         snprintf(file, sizeof file, "%s%s%s", dir,
                  dir[strlen(dir) - 1] == '/' ? "" : "/", list[k]->d_name);
         eb_file_kind kind = eb_load_file_kind(file);
-        if (kind == EB_FILE_PATHS || kind == EB_FILE_OTHER)
+        if ((kind == EB_FILE_PATHS || kind == EB_FILE_OTHER) &&
+            r->pass != PASS_COUNT)
             fprintf(stderr, "einsum-bench: note: skipping %s (%s)\n", file,
                     kind == EB_FILE_PATHS ? "a path file, not an instance"
                                           : "not an instance");
-        else
+        else if (kind != EB_FILE_PATHS && kind != EB_FILE_OTHER)
             run_instance(r, file);
         free(list[k]);
     }
     free(list);
 }
 
+/* One pass over the targets. */
+static void walk(runner *r, char *const *targets, int ntargets)
+{
+    r->has_filter = r->o->filter &&
+                    regcomp(&r->filter, r->o->filter,
+                            REG_EXTENDED | REG_NOSUB) == 0;
+    for (int t = 0; t < ntargets && !eb_interrupt_pending(); t++) {
+        struct stat sb;
+        if (stat(targets[t], &sb) == 0 && S_ISDIR(sb.st_mode))
+            run_dir(r, targets[t]);
+        else
+            run_instance(r, targets[t]);
+    }
+    if (r->has_filter)
+        regfree(&r->filter);
+}
+
+void eb_runner_select(const eb_run_opts *o, char *const *targets,
+                      int ntargets, int list, eb_selection *sel,
+                      eb_run_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    runner r = {.o = o, .sum = sum, .pass = list ? PASS_LIST : PASS_COUNT};
+    walk(&r, targets, ntargets);
+    *sel = r.sel;
+}
+
 void eb_runner_run(const eb_run_opts *o, char *const *targets, int ntargets,
                    eb_reporter *reps, int nreps, eb_run_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
-    runner r = {o, reps, nreps, sum};
-    for (int t = 0; t < ntargets; t++) {
-        struct stat sb;
-        if (stat(targets[t], &sb) == 0 && S_ISDIR(sb.st_mode))
-            run_dir(&r, targets[t]);
-        else
-            run_instance(&r, targets[t]);
-    }
+    runner r = {.o = o, .reps = reps, .nreps = nreps, .sum = sum,
+                .pass = PASS_RUN, .t0_ns = eb_now_ns()};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    r.online_cpus = cpus > 0 ? (int)cpus : 0;
+    walk(&r, targets, ntargets);
+    sum->interrupted = eb_interrupt_pending();
 }

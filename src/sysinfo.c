@@ -206,6 +206,79 @@ static void read_thp(eb_sysinfo *si)
     fclose(f);
 }
 
+/* The first line of a small file into dst (cleaned); 0, or -1. */
+static int read_line(const char *file, char *dst, size_t size)
+{
+    FILE *f = fopen(file, "r");
+    char line[256];
+    int ok = f && fgets(line, sizeof line, f);
+    if (f)
+        fclose(f);
+    if (!ok)
+        return -1;
+    size_t n = strcspn(line, "\n");
+    copy_clean(dst, size, line, n);
+    return 0;
+}
+
+/* Governor, mean MHz, cpu0's caches and memory: what makes times drift. */
+static void read_clock_and_memory(eb_sysinfo *si)
+{
+    if (read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                  si->governor, sizeof si->governor))
+        snprintf(si->governor, sizeof si->governor, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    double sum = 0;
+    int n = 0;
+    const char *val;
+    size_t len;
+    while (f && getline(&line, &cap, f) > 0)
+        if (cpuinfo_field(line, "cpu MHz", &val, &len)) {
+            sum += atof(val);
+            n++;
+        }
+    if (f)
+        fclose(f);
+    si->cpu_mhz = n ? sum / n : 0;
+    size_t used = 0;
+    si->caches[0] = '\0';
+    for (int k = 0; k < 8; k++) {
+        char file[96], level[16], type[32], size[32];
+        const char *names[3] = {"level", "type", "size"};
+        char *dst[3] = {level, type, size};
+        int ok = 1;
+        for (int j = 0; j < 3 && ok; j++) {
+            snprintf(file, sizeof file,
+                     "/sys/devices/system/cpu/cpu0/cache/index%d/%s", k,
+                     names[j]);
+            ok = read_line(file, dst[j], 16) == 0;
+        }
+        if (!ok)
+            break;
+        const char *t = strcmp(type, "Data") == 0 ? "d"
+                        : strcmp(type, "Instruction") == 0 ? "i" : "";
+        used += (size_t)snprintf(si->caches + used, sizeof si->caches - used,
+                                 "%sL%s%s %s", used ? ", " : "", level, t,
+                                 size);
+        if (used >= sizeof si->caches)
+            break;
+    }
+    default_unknown(si->caches, sizeof si->caches);
+    f = fopen("/proc/meminfo", "r");
+    long long kb;
+    while (f && getline(&line, &cap, f) > 0) {
+        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1)
+            si->mem_total_kb = kb;
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            si->mem_avail_kb = kb;
+    }
+    if (f)
+        fclose(f);
+    free(line);
+}
+
 static void read_host(eb_sysinfo *si)
 {
     char host[EB_SYSINFO_STR] = "";
@@ -243,6 +316,7 @@ void eb_sysinfo_collect(eb_sysinfo *si)
     si->avx2 = __builtin_cpu_supports("avx2") != 0;
 #endif
     read_thp(si);
+    read_clock_and_memory(si);
     read_env(si);
 }
 
@@ -254,6 +328,7 @@ static const char *parallel_name(int p)
 
 void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w)
 {
+    eb_jw_str(w, "version", EB_VERSION);
     eb_jw_str(w, "cpu_model", si->cpu_model);
     eb_jw_str(w, "cpu_flags", si->cpu_flags);
     eb_jw_int(w, "online_cpus", si->online_cpus);
@@ -269,6 +344,14 @@ void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w)
     eb_jw_str(w, "date", si->date);
     eb_jw_bool(w, "avx2", si->avx2);
     eb_jw_str(w, "thp", si->thp);
+    eb_jw_str(w, "governor", si->governor);
+    if (si->cpu_mhz > 0)
+        eb_jw_num(w, "cpu_mhz", si->cpu_mhz);
+    else
+        eb_jw_null(w, "cpu_mhz");
+    eb_jw_str(w, "caches", si->caches);
+    eb_jw_int(w, "mem_total_kb", si->mem_total_kb);
+    eb_jw_int(w, "mem_avail_kb", si->mem_avail_kb);
     eb_jw_obj_begin(w, "env");
     for (int k = 0; k < si->num_env && k < EB_SYSINFO_ENVS; k++)
         eb_jw_str(w, si->env[k].name,
@@ -278,6 +361,7 @@ void eb_sysinfo_json(const eb_sysinfo *si, eb_jw *w)
 
 void eb_sysinfo_print(const eb_sysinfo *si, FILE *f)
 {
+    fprintf(f, "version: %s\n", EB_VERSION);
     fprintf(f, "cpu_model: %s\n", si->cpu_model);
     fprintf(f, "cpu_flags: %s\n", si->cpu_flags);
     fprintf(f, "online_cpus: %d\n", si->online_cpus);
@@ -293,6 +377,15 @@ void eb_sysinfo_print(const eb_sysinfo *si, FILE *f)
     fprintf(f, "date: %s\n", si->date);
     fprintf(f, "avx2: %s\n", si->avx2 ? "yes" : "no");
     fprintf(f, "thp: %s\n", si->thp);
+    fprintf(f, "governor: %s\n", si->governor);
+    if (si->cpu_mhz > 0)
+        fprintf(f, "cpu_mhz: %.0f (mean over the CPUs, now)\n", si->cpu_mhz);
+    else
+        fprintf(f, "cpu_mhz: unknown\n");
+    fprintf(f, "caches: %s (cpu0)\n", si->caches);
+    fprintf(f, "memory: %.1f GiB total, %.1f GiB available\n",
+            (double)si->mem_total_kb / 1048576.0,
+            (double)si->mem_avail_kb / 1048576.0);
     for (int k = 0; k < si->num_env && k < EB_SYSINFO_ENVS; k++)
         fprintf(f, "env.%s: %s\n", si->env[k].name,
                 !si->env[k].is_set     ? "(unset)"

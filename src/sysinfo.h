@@ -9,7 +9,12 @@
 #ifndef EB_SYSINFO_H
 #define EB_SYSINFO_H
 
+#include <stdint.h>
+
 #include "jsonw.h"
+
+/* The tool's version (records, --version); the commit comes with it. */
+#define EB_VERSION "0.9.0"
 
 enum { EB_SYSINFO_STR = 256, EB_SYSINFO_FLAGS = 2048, EB_SYSINFO_ENVS = 16 };
 
@@ -30,6 +35,11 @@ typedef struct {
     int avx2;                           /* CPU has AVX2 (engine kernels) */
     char thp[32];                       /* transparent huge pages: the
                                            kernel's mode (mem.h) */
+    char governor[32];                  /* cpu0's scaling governor */
+    double cpu_mhz;                     /* mean "cpu MHz" of the CPUs; 0
+                                           when unknown */
+    char caches[EB_SYSINFO_STR];        /* cpu0: "L1d 32K, L1i 32K, ..." */
+    int64_t mem_total_kb, mem_avail_kb; /* /proc/meminfo; 0 if unknown */
     /* Thread- and BLAS-related environment variables, in a fixed list
      * (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, OPENBLAS_NUM_THREADS,
      * OMP_NUM_THREADS, GOTO_NUM_THREADS, MKL_NUM_THREADS, ...): name and

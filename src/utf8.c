@@ -64,3 +64,37 @@ size_t eb_utf8_encode(uint32_t cp, char *out)
     out[len] = '\0';
     return len;
 }
+
+const char *eb_utf8_shown(const char *s, char *out, size_t cap)
+{
+    size_t n = 0, len = 0;
+    while (s[n])
+        n++;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t used = eb_utf8_decode(s + i, n - i, &cp);
+        int ok = used > 0 && cp >= 0x20 && !(cp >= 0x7F && cp <= 0x9F);
+        size_t w = ok ? used : 4;
+        /* Invariant: len <= cap - 4, room for "..." and the NUL. */
+        if (len + w + 4 > cap) {
+            for (int d = 0; d < 3 && cap >= 4; d++)
+                out[len++] = '.';
+            break;
+        }
+        if (ok) {
+            for (size_t b = 0; b < used; b++)
+                out[len++] = s[i + b];
+            i += used;
+        } else {
+            static const char hex[] = "0123456789abcdef";
+            unsigned char c = (unsigned char)s[i++];
+            out[len++] = '\\';
+            out[len++] = 'x';
+            out[len++] = hex[c >> 4];
+            out[len++] = hex[c & 15];
+        }
+    }
+    if (cap)
+        out[cap >= 4 ? len : 0] = '\0';
+    return out;
+}

@@ -16,4 +16,10 @@ size_t eb_utf8_decode(const char *s, size_t n, uint32_t *cp);
  * written, not counting the NUL; 0 for a code point that cannot be encoded. */
 size_t eb_utf8_encode(uint32_t cp, char *out);
 
+/* Copy s into out (cap bytes, NUL-terminated) for a message or a table:
+ * valid UTF-8 other than control characters (C0, DEL, C1) passes, every
+ * other byte becomes "\\xNN"; a copy that does not fit ends in "...".
+ * Returns out. */
+const char *eb_utf8_shown(const char *s, char *out, size_t cap);
+
 #endif

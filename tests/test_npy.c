@@ -2,6 +2,7 @@
  * Run from the repository root (tests/run-all does): the fixtures are kept
  * as hex text in tests/fixtures/npy/NAME.npy.hex (reviewable, no binary
  * data in git) and unpacked into a temporary folder first. */
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdint.h>
@@ -394,7 +395,17 @@ static void test_bad_files(void)
     /* Not there, or not a file. */
     tmp_path(bad, sizeof bad, "missing.npy");
     expect_fail(bad, d45, 2, EB_ERR_IO, "cannot open", __LINE__);
-    expect_fail(tmpdir, d45, 2, EB_ERR_IO, "read error", __LINE__);
+    expect_fail(tmpdir, d45, 2, EB_ERR_IO, "is a directory (expected a "
+                "regular file)", __LINE__);
+    /* Special files are refused at once, never read (a FIFO would block
+     * open, /dev/zero would never end). */
+    expect_fail("/dev/zero", d45, 2, EB_ERR_IO, "is a character device",
+                __LINE__);
+    tmp_path(bad, sizeof bad, "fifo.npy");
+    if (mkfifo(bad, 0600) == 0) {
+        expect_fail(bad, d45, 2, EB_ERR_IO, "is a FIFO", __LINE__);
+        remove(bad);
+    }
 }
 
 /* Every truncation and many one-byte corruptions of a valid file must fail
@@ -440,6 +451,19 @@ static void test_damage(void)
 
 /* ---- writer failures ---------------------------------------------------- */
 
+/* Entries of tmpdir whose name starts with prefix. */
+static int count_prefixed(const char *prefix)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void test_write_errors(void)
 {
     const int64_t d2[1] = {2}, neg[2] = {3, -1};
@@ -460,8 +484,22 @@ static void test_write_errors(void)
     s = eb_npy_write(file, d2, 1, v, &err);
     EB_CHECK(s == EB_ERR_IO && strstr(err.msg, "cannot rename"), "%s",
              err.msg);
+    EB_CHECK(count_prefixed("busy.tmp.") == 0, "a temporary was left "
+             "behind");
+
+    /* The temporary's name is not predictable and is created with O_EXCL:
+     * a symlink planted at the old name ("FILE.tmp.PID") is not followed. */
+    tmp_path(file, sizeof file, "sym.npy");
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", file, (long)getpid());
-    EB_CHECK(access(tmp, F_OK) != 0, "%s was left behind", tmp);
+    char victim[512];
+    tmp_path(victim, sizeof victim, "victim");
+    EB_CHECK(symlink(victim, tmp) == 0, "symlink %s", tmp);
+    s = eb_npy_write(file, d2, 1, v, &err);
+    EB_CHECK(s == EB_OK, "%s", err.msg);
+    EB_CHECK(access(victim, F_OK) != 0, "the planted symlink was followed");
+    EB_CHECK(count_prefixed("sym.npy.tmp.") == 1, "only the planted link "
+             "remains beside sym.npy");
+    remove(tmp);
 
     tmp_path(file, sizeof file, "neg.npy");
     s = eb_npy_write(file, neg, 2, v, &err);

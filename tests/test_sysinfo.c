@@ -131,7 +131,9 @@ static void test_json(const eb_sysinfo *si)
         "\"blas_config\":\"", "\"OPENBLAS_CORETYPE\":\"Haswell-test\"",
         "\"OMP_PLACES\":null", "\"OMP_DYNAMIC\":\"\"", "\"avx2\":",
         "\"env\":{", "\"blas_parallel\":\"", "\"online_cpus\":",
-        "\"thp\":\"",
+        "\"thp\":\"", "\"version\":\"", "\"governor\":\"",
+        "\"cpu_mhz\":", "\"caches\":\"", "\"mem_total_kb\":",
+        "\"mem_avail_kb\":",
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
         EB_CHECK(strstr(t, want[k]) != NULL, "JSON lacks %s", want[k]);
@@ -145,7 +147,12 @@ static void test_print(const eb_sysinfo *si)
     FILE *f = open_memstream(&buf, &n);
     eb_sysinfo_print(si, f);
     fclose(f);
-    EB_CHECK(strncmp(buf, "cpu_model: ", 11) == 0, "starts %.20s", buf);
+    EB_CHECK(strncmp(buf, "version: ", 9) == 0, "starts %.20s", buf);
+    EB_CHECK(strstr(buf, "\ncpu_model: ") != NULL, "no cpu_model:\n%s", buf);
+    EB_CHECK(strstr(buf, "\ngovernor: ") != NULL, "no governor:\n%s", buf);
+    EB_CHECK(strstr(buf, "\ncpu_mhz: ") != NULL, "no cpu_mhz:\n%s", buf);
+    EB_CHECK(strstr(buf, "\ncaches: ") != NULL, "no caches:\n%s", buf);
+    EB_CHECK(strstr(buf, "\nmemory: ") != NULL, "no memory:\n%s", buf);
     EB_CHECK(strstr(buf, "\nenv.OPENBLAS_CORETYPE: Haswell-test\n") != NULL,
              "no env line:\n%s", buf);
     EB_CHECK(strstr(buf, "\nthp: ") != NULL, "no thp line:\n%s", buf);
@@ -158,7 +165,7 @@ static void test_print(const eb_sysinfo *si)
             bad++;
         p = end ? end + 1 : p + strlen(p);
     }
-    EB_CHECK(lines == 15 + 14 && bad == 0, "%d lines, %d not key: value",
+    EB_CHECK(lines == 20 + 14 && bad == 0, "%d lines, %d not key: value",
              lines, bad);
     free(buf);
 }
