@@ -30,6 +30,34 @@ static const char MAGIC[] = "einsum-bench-calibration";
 
 /* ---- measuring ------------------------------------------------------------ */
 
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* How long a run of the work took on `threads` CPUs: its wall time, or
+ * the process's CPU time over threads when that is shorter, i.e. when
+ * other processes took the CPUs part of the time. The rates are the
+ * machine's while it does the work, so a calibration on a loaded machine
+ * is not cached at half the rate. */
+typedef struct {
+    int64_t wall, cpu;
+} run_clock;
+
+static run_clock clock_start(void)
+{
+    return (run_clock){eb_now_ns(), cpu_now_ns()};
+}
+
+static int64_t clock_elapsed(run_clock c, int threads)
+{
+    int64_t wall = eb_now_ns() - c.wall;
+    int64_t cpu = (cpu_now_ns() - c.cpu) / threads;
+    return cpu > 0 && cpu < wall ? cpu : wall;
+}
+
 static double *alloc_filled(size_t n, double v)
 {
     double *p = eb_mem_alloc(n * sizeof *p);
@@ -40,7 +68,7 @@ static double *alloc_filled(size_t n, double v)
 }
 
 /* Best time of `runs` dgemm calls after one warmup, in ns; 0 on no memory. */
-static int64_t gemm_best_ns(void)
+static int64_t gemm_best_ns(int threads)
 {
     size_t n = (size_t)GEMM_N * GEMM_N;
     /* Zeros, like the tool's default fill and the bench's references. */
@@ -49,10 +77,10 @@ static int64_t gemm_best_ns(void)
     int64_t best = 0;
     if (a && b && c) {
         for (int k = 0; k <= GEMM_RUNS; k++) {
-            int64_t t0 = eb_now_ns();
+            run_clock t0 = clock_start();
             eb_blas_gemm(0, 0, GEMM_N, GEMM_N, GEMM_N, a, GEMM_N, b, GEMM_N,
                          c, GEMM_N);
-            int64_t t = eb_now_ns() - t0;
+            int64_t t = clock_elapsed(t0, threads);
             if (k > 0 && (best == 0 || t < best))
                 best = t;
         }
@@ -88,9 +116,9 @@ static int64_t stream_best_ns(eb_team *team)
     int64_t best = 0;
     if (j.a && j.b && j.c) {
         for (int k = 0; k <= STREAM_RUNS; k++) {
-            int64_t t0 = eb_now_ns();
+            run_clock t0 = clock_start();
             eb_team_run(team, stream_part, &j);
-            int64_t t = eb_now_ns() - t0;
+            int64_t t = clock_elapsed(t0, eb_team_size(team));
             if (k > 0 && (best == 0 || t < best))
                 best = t;
         }
@@ -107,7 +135,7 @@ eb_status eb_calib_measure(int threads, eb_rates *out, eb_error *err)
     eb_status st = eb_team_create(threads, &team, err);
     if (st)
         return st;
-    int64_t gemm_ns = gemm_best_ns();
+    int64_t gemm_ns = gemm_best_ns(threads);
     int64_t stream_ns = stream_best_ns(team);
     eb_team_destroy(team);
     if (gemm_ns <= 0 || stream_ns <= 0)
@@ -424,9 +452,10 @@ eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
     memset(out, 0, sizeof *out);
     if (eb_window_on_valgrind())
         return eb_error_set(err, EB_ERR_UNSUPPORTED, "under Valgrind nothing "
-                            "is calibrated (its times are not the machine's); "
-                            "run `einsum-bench calibrate --threads %d` "
-                            "natively first", o->threads);
+                            "is calibrated (its times are not the machine's) "
+                            "and no cached calibration has this CPU, BLAS "
+                            "core (%s under Valgrind) and --threads %d",
+                            sys->blas_core, o->threads);
     if (!o->measure)
         fprintf(notes, "einsum-bench: calibrating the roofline model (first "
                 "use for this CPU, BLAS and --threads %d)\n", o->threads);

@@ -10,8 +10,12 @@
  *       `threads` engine threads.
  * Each is the best of a few timed runs after one warmup (STREAM's
  * convention: the rate the machine reaches), on buffers from mem (as the
- * engine and the bench's references allocate), filled before timing. The
- * whole measurement takes a few hundred milliseconds.
+ * engine and the bench's references allocate), filled before timing. A
+ * run's time is its wall time, or the process's CPU time over the thread
+ * count when that is shorter: on a machine that other processes load,
+ * the rates stay those of the work while it runs (with more than one
+ * thread they can then come out optimistic, as if the threads had run
+ * together). The whole measurement takes a few hundred milliseconds.
  *
  * The cache: one small text file per key (CPU model, OpenBLAS config and
  * core, thread count) in $EB_CALIBRATION_DIR, else
