@@ -5,13 +5,14 @@ files along the same stored paths as `einsum-bench run` and write the same
 JSON-lines records (DESIGN 5.2), so that their times can be set side by side
 with the C engine's. This module holds everything except the framework call:
 
-- instance and path-file loading with the validation rules of DESIGN 3.3
-  (one message naming file and field; a bad instance is skipped, exit 2),
-- path lookup (--paths, then paths/<name>.json beside the instance folder,
-  then the inline paths),
-- the kept-label rule of DESIGN 3.2, turned into one einsum subscript string
-  per pairwise step, relabelled to ASCII letters (numpy and torch accept only
-  a-z, A-Z),
+- the plan: `einsum-bench plan --json -` loads and validates the instance
+  and its path file (DESIGN 3.3; the tool's one message naming file and
+  field; a bad instance is skipped, exit 2), looks the paths up (--paths,
+  then paths/<name>.json beside the instance folder, then inline) and
+  applies the kept-label rule of DESIGN 3.2; this module turns each step
+  into one einsum subscript string relabelled to ASCII letters (numpy and
+  torch accept only a-z, A-Z). One implementation of those semantics, the
+  engine's, so the peers cannot drift from it,
 - input creation (zeros, the seeded random fill shared bit for bit with the C
   tool, or DIR/k.npy),
 - the measurement loop and its statistics (median = sorted[n/2], IQR =
@@ -186,27 +187,7 @@ def summarize_ns(samples_ns):
 
 
 # --------------------------------------------------------------------------
-# JSON reading with messages that name file and field
-
-
-def type_name(v):
-    """How a JSON value is named in messages ("a string", "missing", ...)."""
-    if v is _MISSING:
-        return "missing"
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "an array"
-    return "an object"
-
-
-_MISSING = object()
+# JSON reading (file_kind; instances and path files are read by the tool)
 
 
 # DESIGN 3.3, as the C loader (src/load.c, src/infile.c) applies it, so that
@@ -315,34 +296,8 @@ def read_json(file):
     return _checked(file, root, "")
 
 
-def get_string(file, obj, key, required=True):
-    v = obj.get(key, _MISSING)
-    if v is _MISSING and not required:
-        return None
-    if not isinstance(v, str):
-        raise InputError("%s: %s: %s (expected a string)"
-                         % (file, key, type_name(v)))
-    return v
-
-
-def get_int(file, fld, v, lo, hi):
-    """A JSON number that is an exact integer in [lo, hi]."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError("%s: %s: %s (expected an integer)"
-                         % (file, fld, type_name(v)))
-    if isinstance(v, float) and not v.is_integer():
-        raise InputError("%s: %s: %g is not an integer" % (file, fld, v))
-    if v < lo or v > hi:
-        raise InputError("%s: %s: %d out of range (expected %d..%d)"
-                         % (file, fld, v, lo, hi))
-    return int(v)
-
-
 # --------------------------------------------------------------------------
-# Instances (DESIGN 3.1)
-
-MAX_RANK = 64
-MAX_ELEMS = 1 << 40
+# The plan: loaded, validated and planned by the C tool (`plan --json`)
 
 
 @dataclass
@@ -351,6 +306,7 @@ class StoredPath:
     steps: list                 # [(i, j), ...]
     log10_flops: float = None   # stored label, None when absent
     log2_size: float = None
+    digest: str = None          # the C tool's path_digest
 
 
 @dataclass
@@ -368,373 +324,20 @@ class Instance:
     inputs: list                # one str of labels per operand
     output: str
     shapes: list                # one tuple per operand
-    sizes: dict                 # label -> size
-    inline_paths: PathSet = None
 
     @property
     def num_tensors(self):
         return len(self.inputs)
 
 
-def _valid_label(ch):
-    cp = ord(ch)
-    return cp > 0x20 and cp != 0x7F and ch not in ",->."
-
-
-def _label_desc(ch):
-    cp = ord(ch)
-    return "'%s'" % ch if 0x20 <= cp < 0x7F else "U+%04X" % cp
-
-
-def parse_format(file, fs):
-    """Split 'in,in,...->out' into input terms and the output term."""
-    if "->" not in fs:
-        raise InputError("%s: format_string: no '->' (expected "
-                         "'in,in,...->out')" % file)
-    lhs, rhs = fs.split("->", 1)
-    if "->" in rhs:
-        raise InputError("%s: format_string: more than one '->'" % file)
-    if "," in rhs:
-        raise InputError("%s: format_string: ',' in the output term" % file)
-    inputs = lhs.split(",")
-    known = set()
-    for k, term in enumerate(inputs):
-        for ch in term:
-            if not _valid_label(ch):
-                raise InputError("%s: format_string: %s is not a valid label "
-                                 "(expected 'in,in,...->out' with letter "
-                                 "labels)" % (file, _label_desc(ch)))
-        if len(term) > MAX_RANK:
-            raise InputError("%s: format_string: term %d has more than %d "
-                             "labels" % (file, k, MAX_RANK))
-        known.update(term)
-    seen = set()
-    for ch in rhs:
-        if not _valid_label(ch):
-            raise InputError("%s: format_string: %s is not a valid label "
-                             "(expected 'in,in,...->out' with letter labels)"
-                             % (file, _label_desc(ch)))
-        if ch not in known:
-            raise InputError("%s: format_string: output label '%s' appears "
-                             "in no input" % (file, ch))
-        if ch in seen:
-            raise InputError("%s: format_string: output label '%s' repeated"
-                             % (file, ch))
-        seen.add(ch)
-    return inputs, rhs
-
-
-def _read_shapes(file, root):
-    shapes = root.get("shapes", _MISSING)
-    if not isinstance(shapes, list):
-        raise InputError("%s: shapes: %s (expected an array of int arrays)"
-                         % (file, type_name(shapes)))
-    out = []
-    for k, s in enumerate(shapes):
-        if not isinstance(s, list):
-            raise InputError("%s: shapes[%d]: %s (expected an array of "
-                             "integers)" % (file, k, type_name(s)))
-        if len(s) > MAX_RANK:
-            raise InputError("%s: shapes[%d]: rank %d above %d"
-                             % (file, k, len(s), MAX_RANK))
-        dims = []
-        for a, v in enumerate(s):
-            fld = "shapes[%d][%d]" % (k, a)
-            if (isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and v < 1 and float(v).is_integer()):
-                raise InputError("%s: %s: size %d (expected a positive "
-                                 "integer)" % (file, fld, v))
-            dims.append(get_int(file, fld, v, 1, MAX_ELEMS))
-        out.append(tuple(dims))
-    return out
-
-
-def _check_sizes(file, inputs, output, shapes):
-    """One size per label; every tensor at most 2^40 elements."""
-    sizes, first = {}, {}
-    for k, (term, shape) in enumerate(zip(inputs, shapes)):
-        if len(shape) != len(term):
-            raise InputError("%s: shapes[%d]: has %d dimensions but term %d "
-                             "of format_string ('%s') has %d labels"
-                             % (file, k, len(shape), k, term, len(term)))
-        elems = 1
-        for a, (ch, sz) in enumerate(zip(term, shape)):
-            elems *= sz
-            if elems > MAX_ELEMS:
-                raise InputError("%s: shapes[%d]: more than 2^40 elements "
-                                 "(size overflow)" % (file, k))
-            if ch not in sizes:
-                sizes[ch], first[ch] = sz, (k, a)
-            elif sizes[ch] != sz:
-                raise InputError("%s: shapes[%d][%d]: label '%s' has size %d "
-                                 "here but %d at shapes[%d][%d]"
-                                 % ((file, k, a, ch, sz, sizes[ch])
-                                    + first[ch]))
-    elems = 1
-    for ch in output:
-        elems *= sizes[ch]
-    if elems > MAX_ELEMS:
-        raise InputError("%s: format_string: output has more than 2^40 "
-                         "elements" % file)
-    return sizes
-
-
-def _check_colmajor(file, root, inputs, output, shapes):
-    """The optional column-major copies must be the row-major ones reversed."""
-    fs = root.get("format_string_colmajor", _MISSING)
-    if fs is not _MISSING:
-        if not isinstance(fs, str):
-            raise InputError("%s: format_string_colmajor: %s (expected a "
-                             "string)" % (file, type_name(fs)))
-        want = ",".join(t[::-1] for t in inputs) + "->" + output[::-1]
-        if fs != want:
-            raise InputError("%s: format_string_colmajor: not the reverse of "
-                             "format_string" % file)
-    sh = root.get("shapes_colmajor", _MISSING)
-    if sh is _MISSING:
-        return
-    if not isinstance(sh, list) or len(sh) != len(inputs):
-        raise InputError("%s: shapes_colmajor: expected an array of %d shapes"
-                         % (file, len(inputs)))
-    for k, s in enumerate(sh):
-        ok = isinstance(s, list) and len(s) == len(shapes[k])
-        ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and v == d for v, d in zip(s, reversed(shapes[k])))
-        if not ok:
-            raise InputError("%s: shapes_colmajor[%d]: not the reverse of "
-                             "shapes[%d]" % (file, k, k))
-
-
-NAME_MAX_BYTES = 200
-
-
-def name_problem(name):
-    """None for a valid name or strategy key (DESIGN 3.3), else what is
-    wrong: a non-empty run of ASCII letters, digits and '_-.+', not starting
-    with a dot, at most 200 bytes."""
-    if not name:
-        return "empty"
-    if len(name.encode("utf-8")) > NAME_MAX_BYTES:
-        return "longer than 200 bytes"
-    if name.startswith("."):
-        return "starts with a dot"
-    if any(not (c.isascii() and (c.isalnum() or c in "_-.+")) for c in name):
-        return ("a character other than letters, digits, '_', '-', '.', "
-                "'+'")
-    return None
-
-
-def _bad_name(file, fld, what, name, problem):
-    return InputError("%s: %s: %s'%s' is not a valid name (%s; expected "
-                      "letters, digits, '_-.+', not starting with '.', at "
-                      "most %d bytes)" % (file, fld, what, _shown(name),
-                                          problem, NAME_MAX_BYTES))
-
-
-def _check_name(file, name):
-    problem = name_problem(name)
-    if problem:
-        raise _bad_name(file, "name", "", name, problem)
-    base = os.path.basename(file)
-    if base.endswith(".json") and len(base) > 5 and name != base[:-5]:
-        raise InputError("%s: name: '%s' does not match the file name "
-                         "(expected '%s')" % (file, name, base[:-5]))
-
-
-def load_instance(file):
-    """Load and validate an instance file (with its inline paths)."""
-    root = read_json(file)
-    name = get_string(file, root, "name")
-    fs = get_string(file, root, "format_string")
-    dtype = get_string(file, root, "dtype")
-    fs_row = get_string(file, root, "format_string_rowmajor", False)
-    for key in ("intent", "notes"):
-        get_string(file, root, key, False)
-    _check_name(file, name)
-    if dtype != "float64":
-        raise InputError("%s: dtype: '%s' is not supported (expected "
-                         "'float64')" % (file, dtype))
-    if fs_row is not None and fs_row != fs:
-        raise InputError("%s: format_string_rowmajor: differs from "
-                         "format_string" % file)
-    num = get_int(file, "num_tensors", root.get("num_tensors", _MISSING),
-                  1, 10 ** 7)
-    shapes = _read_shapes(file, root)
-    if len(shapes) != num:
-        raise InputError("%s: shapes: %d shapes but num_tensors is %d"
-                         % (file, len(shapes), num))
-    inputs, output = parse_format(file, fs)
-    if len(inputs) != num:
-        raise InputError("%s: num_tensors: %d, but format_string has %d "
-                         "operands" % (file, num, len(inputs)))
-    sizes = _check_sizes(file, inputs, output, shapes)
-    _check_colmajor(file, root, inputs, output, shapes)
-    inst = Instance(name, file, fs, inputs, output, shapes, sizes)
-    if "paths" in root:
-        inst.inline_paths = parse_pathset(file, "paths", root["paths"], num)
-        inst.inline_paths.inline = True
-    return inst
-
-
-# --------------------------------------------------------------------------
-# Stored paths (DESIGN 3.2)
-
-
-def validate_path(steps, num_tensors, file, fld):
-    """num_tensors - 1 steps, each index in range of the live list, i != j."""
-    if len(steps) != num_tensors - 1:
-        raise InputError("%s: %s.path: %d steps, but %d operands need exactly "
-                         "%d to end in one operand"
-                         % (file, fld, len(steps), num_tensors,
-                            num_tensors - 1))
-    live = num_tensors
-    for s, (i, j) in enumerate(steps):
-        bad = i if not 0 <= i < live else j
-        if not (0 <= i < live and 0 <= j < live):
-            raise InputError("%s: %s.path[%d]: index %d out of range (%d live "
-                             "operands)" % (file, fld, s, bad, live))
-        if i == j:
-            raise InputError("%s: %s.path[%d]: both indices are %d (a step "
-                             "contracts two different operands)"
-                             % (file, fld, s, i))
-        live -= 1
-
-
-def _parse_steps(file, fld, steps):
-    if not isinstance(steps, list):
-        raise InputError("%s: %s.path: %s (expected an array of [i, j] pairs)"
-                         % (file, fld, type_name(steps)))
-    out = []
-    for s, step in enumerate(steps):
-        sf = "%s.path[%d]" % (fld, s)
-        if not isinstance(step, list) or len(step) != 2:
-            what = ("an array of the wrong length" if isinstance(step, list)
-                    else type_name(step))
-            raise InputError("%s: %s: %s (expected a pair [i, j])"
-                             % (file, sf, what))
-        out.append(tuple(get_int(file, sf, v, -10 ** 9, 10 ** 9)
-                         for v in step))
-    return out
-
-
-def _parse_cost(file, fld, obj, key):
-    v = obj.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError("%s: %s.%s: %s (expected a number)"
-                         % (file, fld, key, type_name(v)))
-    return float(v)
-
-
-def parse_pathset(file, prefix, paths, num_tensors):
-    """{"strategy": {"path": [[i, j], ...], ...}, ...} -> PathSet."""
-    if not isinstance(paths, dict):
-        raise InputError("%s: %s: %s (expected an object of strategies)"
-                         % (file, prefix, type_name(paths)))
-    out = []
-    for strategy, obj in paths.items():
-        problem = name_problem(strategy)
-        if problem:
-            raise _bad_name(file, prefix, "strategy key ", strategy, problem)
-        fld = "%s.%s" % (prefix, strategy)
-        if not isinstance(obj, dict):
-            raise InputError("%s: %s: %s (expected an object with \"path\")"
-                             % (file, fld, type_name(obj)))
-        steps = _parse_steps(file, fld, obj.get("path", _MISSING))
-        p = StoredPath(strategy, steps,
-                       _parse_cost(file, fld, obj, "log10_flops"),
-                       _parse_cost(file, fld, obj, "log2_size"))
-        validate_path(steps, num_tensors, file, fld)
-        out.append(p)
-    if not out:
-        raise InputError("%s: %s: no strategies" % (file, prefix))
-    return PathSet(file, False, out)
-
-
-def load_pathfile(file, inst):
-    root = read_json(file)
-    name = get_string(file, root, "instance")
-    if name != inst.name:
-        raise InputError("%s: instance: names '%s', not '%s'"
-                         % (file, name, inst.name))
-    if "paths" not in root:
-        raise InputError("%s: paths: missing (expected an object of "
-                         "strategies)" % file)
-    return parse_pathset(file, "paths", root["paths"], inst.num_tensors)
-
-
-def find_paths(inst, explicit=None):
-    """--paths FILE|DIR, then paths/<name>.json beside the instance folder,
-    then the inline paths."""
-    if explicit is not None:
-        if not os.path.isdir(explicit):
-            return load_pathfile(explicit, inst)
-        cand = os.path.join(explicit, inst.name + ".json")
-        if os.path.isfile(cand):
-            return load_pathfile(cand, inst)
-    folder = os.path.dirname(inst.file) or "."
-    cand = os.path.join(folder, "..", "paths", inst.name + ".json")
-    if os.path.isfile(cand):
-        return load_pathfile(cand, inst)
-    if inst.inline_paths is not None:
-        return inst.inline_paths
-    raise InputError("%s: paths: no stored path (none inline, no "
-                     "paths/%s.json beside the instance folder%s)"
-                     % (inst.file, inst.name,
-                        ", none in --paths" if explicit else ""))
-
-
-def path_digest(steps):
-    """The C tool's digest: 64-bit FNV-1a over the steps' little-endian
-    32-bit indices, as 16 hex digits."""
-    h = 14695981039346656037
-    for pair in steps:
-        for v in pair:
-            for byte in range(4):
-                h ^= (v >> (8 * byte)) & 0xFF
-                h = (h * 1099511628211) & MASK64
-    return "%016x" % h
-
-
-# --------------------------------------------------------------------------
-# Plans: the kept-label rule and one subscript string per step
-
-
 @dataclass
 class Plan:
     """A path ready to run: per step the two live positions and the
-    relabelled subscripts ("ab,bc->ac"); costs recomputed."""
+    relabelled subscripts ("ab,bc->ac"); the tool's costs."""
     steps: list = field(default_factory=list)   # [(i, j, subscripts)]
     unary: str = None       # subscripts for a one-operand instance
     flops: float = 0.0
     log2_size: float = 0.0
-
-
-def _unique(term):
-    return list(dict.fromkeys(term))
-
-
-def keep_labels(a, b, refcount):
-    """Labels of the pair still needed elsewhere (canonical order: a's in
-    first-appearance order, then b's new ones) and whether any is summed.
-    refcount[l] counts live operands holding l, plus 1 if l is an output
-    label, including a and b themselves."""
-    ua, ub = _unique(a), _unique(b)
-    kept, summed = [], False
-    for l in ua:
-        if refcount[l] - 1 - (l in ub) > 0:
-            kept.append(l)
-        else:
-            summed = True
-    for l in ub:
-        if l in ua:
-            continue
-        if refcount[l] - 1 > 0:
-            kept.append(l)
-        else:
-            summed = True
-    return "".join(kept), summed
 
 
 def relabel(terms, out):
@@ -750,41 +353,59 @@ def relabel(terms, out):
     return ",".join(sub(t) for t in terms) + "->" + sub(out)
 
 
-def build_plan(inst, steps):
-    """Simulate the path on labels: subscripts and opt_einsum costs."""
-    plan = Plan()
-    if not steps:
-        plan.unary = relabel([inst.inputs[0]], inst.output)
-        return plan
-    refcount = {}
-    for term in inst.inputs + [inst.output]:
-        for l in set(term):
-            refcount[l] = refcount.get(l, 0) + 1
-    live = list(inst.inputs)
-    largest = 0
-    for t, (i, j) in enumerate(steps):
-        a, b = live[i], live[j]
-        kept, summed = keep_labels(a, b, refcount)
-        if t == len(steps) - 1:
-            kept = inst.output
-        plan.steps.append((i, j, relabel([a, b], kept)))
-        size = 1
-        for l in set(a) | set(b):
-            size *= inst.sizes[l]
-        plan.flops += size * (2 if summed else 1)
-        out_elems = 1
-        for l in kept:
-            out_elems *= inst.sizes[l]
-        largest = max(largest, out_elems)
-        for l in set(a) | set(b):
-            refcount[l] -= (l in a) + (l in b)
-        for l in set(kept):
-            refcount[l] += 1
-        for pos in sorted((i, j), reverse=True):
-            del live[pos]
-        live.append(kept)
-    plan.log2_size = math.log2(largest) if largest else 0.0
-    return plan
+def tool_binary():
+    """The einsum-bench whose plans the peers execute: $EB_BIN, else the
+    one built in this repository, else einsum-bench on PATH (installed)."""
+    if os.environ.get("EB_BIN"):
+        return os.environ["EB_BIN"]
+    here = os.path.dirname(os.path.realpath(__file__))
+    built = os.path.join(os.path.dirname(here), "einsum-bench")
+    return built if os.access(built, os.X_OK) else "einsum-bench"
+
+
+def load_plan(file, paths=None, strategy="all"):
+    """(Instance, PathSet, [(StoredPath, Plan)]) of one instance file, as
+    `einsum-bench plan --json -` loads, validates and plans it: the same
+    lookup of --paths, the same checks and messages, the same kept-label
+    rule as the engine. InputError carries the tool's message."""
+    cmd = [tool_binary(), "plan", "--json", "-", "--strategy", strategy]
+    cmd += ["--paths", paths] if paths else []
+    try:
+        p = subprocess.run(cmd + [file], capture_output=True, text=True)
+    except OSError as e:
+        raise InputError("%s: cannot run %s: %s" % (file, cmd[0], e))
+    if p.returncode != 0:
+        lines = [l for l in p.stderr.splitlines()
+                 if l.startswith("einsum-bench: ")]
+        raise InputError(lines[0][len("einsum-bench: "):] if lines else
+                         "%s: %s exited %d" % (file, cmd[0], p.returncode))
+    doc = json.loads(p.stdout)
+    inst = Instance(doc["instance"], doc["instance_file"],
+                    doc["format_string"],
+                    [t["labels"] for t in doc["inputs"]],
+                    doc["output"]["labels"],
+                    [tuple(t["shape"]) for t in doc["inputs"]])
+    chosen, stored = [], []
+    for q in doc["paths"]:
+        path = StoredPath(q["strategy"], [tuple(s["pair"]) for s in q["steps"]],
+                          q["stored_log10_flops"], q["stored_log2_size"],
+                          q["path_digest"])
+        plan = Plan(flops=q["flops"], log2_size=q["log2_size"])
+        try:
+            if not q["steps"]:
+                plan.unary = relabel([inst.inputs[0]], inst.output)
+            for s in q["steps"]:
+                plan.steps.append((s["pair"][0], s["pair"][1],
+                                   relabel([s["a"]["labels"],
+                                            s["b"]["labels"]],
+                                           s["out"]["labels"])))
+        except Unsupported as e:
+            plan = e    # this path is skipped, the others still run
+        stored.append(path)
+        chosen.append((path, plan))
+    source = doc["paths"][0]["path_source"] if doc["paths"] else file
+    inline = doc["paths"][0]["path_inline"] if doc["paths"] else True
+    return inst, PathSet(source, inline, stored), chosen
 
 
 def run_plan(plan, operands, einsum):
@@ -1029,28 +650,11 @@ def save_output(directory, inst, strategy, mode, out):
 # One instance
 
 
-def select_paths(inst, pathset, wanted):
-    """The stored paths named by --strategy, in file order."""
-    if wanted is None:
-        return list(pathset.paths)
-    by_name = {p.strategy: p for p in pathset.paths}
-    missing = [w for w in wanted if w not in by_name]
-    if missing:
-        raise InputError("%s: paths.%s: missing (strategies here: %s)"
-                         % (pathset.source, missing[0],
-                            ", ".join(by_name) or "none"))
-    return [by_name[w] for w in wanted]
-
-
-def measure_one(backend, inst, path, tensors, args, rec):
+def measure_one(backend, plan, tensors, args, rec):
     """Fill rec with the measurement of one path; returns the output."""
     try:
-        plan = build_plan(inst, path.steps)
         times, faults, out = measure(backend, plan, tensors, args.warmup,
                                      args.samples)
-    except Unsupported as e:
-        rec.update(status="skipped", error=str(e))
-        return None
     except (MemoryError, RuntimeError, ValueError) as e:
         rec.update(status="error", error="%s: %s" % (type(e).__name__, e))
         return None
@@ -1058,20 +662,18 @@ def measure_one(backend, inst, path, tensors, args, rec):
     return out
 
 
-def run_instance(backend, inst, args, emit):
-    """Measure every selected strategy of one instance; emit each record.
-
-    Raises InputError before any record when the paths or inputs are bad.
-    """
-    pathset = find_paths(inst, args.paths)
-    chosen = select_paths(inst, pathset, args.strategy)
+def run_instance(backend, file, args, emit):
+    """Measure every selected strategy of one instance file; emit each
+    record. Raises InputError before any record when the instance, its
+    paths or its inputs are bad."""
+    inst, pathset, chosen = load_plan(file, args.paths, args.strategy_text)
     arrays = make_inputs(inst, args.fill_spec, args.inputs)
     tensors = [backend.tensor(a) for a in arrays]
     done = {}    # tuple(steps) -> (strategy, record, output)
-    for path in chosen:
+    for path, plan in chosen:
         rec = base_record(backend, inst, path.strategy, args)
         rec.update(path_source=pathset.source, path_inline=pathset.inline,
-                   path_digest=path_digest(path.steps),
+                   path_digest=path.digest,
                    stored_log10_flops=path.log10_flops,
                    stored_log2_size=path.log2_size,
                    openblas_threads=backend.observed_threads())
@@ -1084,8 +686,12 @@ def run_instance(backend, inst, args, emit):
                       "log2_size"):
                 rec[k] = first_rec[k]
             rec["reused_from"] = first
+        elif isinstance(plan, Unsupported):
+            rec.update(status="skipped", error=str(plan))
+            out = None
+            done[key] = (path.strategy, rec, None)
         else:
-            out = measure_one(backend, inst, path, tensors, args, rec)
+            out = measure_one(backend, plan, tensors, args, rec)
             # Keep an output (for a reusing strategy) only when it is saved.
             done[key] = (path.strategy, rec,
                          out if args.save_output else None)
@@ -1331,8 +937,7 @@ def main(argv, backend_class, prog, description):
     status = 0
     for file in expand_targets(args.targets, warn):
         try:
-            inst = load_instance(file)
-            run_instance(backend, inst, args, emit)
+            run_instance(backend, file, args, emit)
         except InputError as e:
             warn(str(e))
             status = 2
