@@ -19,6 +19,15 @@ enum { SMALL_MNK = 32768 };
  * both operands, while the own kernel writes C once from registers. */
 enum { LOW_K = 16 };
 
+/* A GEMM whose C has a side shorter than this also goes to the own kernel:
+ * OpenBLAS's kernels are weak on such shapes (its 1710 x 19 x 19 and
+ * 19 x 19 x 1710 GEMMs ran at 15 to 20 GFLOP/s where the own kernel runs
+ * at 24 to 38, docs/engine-gemm.md), it writes C twice (its beta pass,
+ * then the result), and the own kernel reads operands whose contracted
+ * labels are two strides apart in place. From 21 columns up the two were
+ * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
+enum { SKINNY_MN = 21 };
+
 static const char *const kind_names[EB_KIND_COUNT] = {
     [EB_KIND_COPY] = "copy",   [EB_KIND_MUL] = "mul",
     [EB_KIND_OUTER] = "outer", [EB_KIND_DOT] = "dot",
@@ -163,6 +172,7 @@ typedef struct {
 /* Everything a candidate ordering decides. */
 typedef struct {
     int prep[2], post;
+    int ksplit;         /* k's outer labels for a two-level K, or 0 */
     axes lay[2], c;     /* operand layouts after prep; output layout */
     axes tmp;           /* kernel output layout when post */
     int64_t cost;       /* elements moved */
@@ -210,10 +220,13 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
     const group *g1 = s == 0 ? &o->m : &o->k;
     const group *g2 = s == 0 ? &o->k : &o->n;
     int64_t s1, s2;
-    int ok = nsum == 0 && (engine_kind(p->kind) ||
-                           (fuse(in, g1, label_size, &s1) &&
-                            fuse(in, g2, label_size, &s2)));
-    if (ok && !engine_kind(p->kind))
+    /* The permutation engine takes any strides; with a two-level K
+     * (ksplit), k need not fuse as a whole. */
+    int ok = nsum == 0 &&
+             (engine_kind(p->kind) ||
+              (((L->ksplit && g1 == &o->k) || fuse(in, g1, label_size, &s1)) &&
+               ((L->ksplit && g2 == &o->k) || fuse(in, g2, label_size, &s2))));
+    if (ok && !engine_kind(p->kind) && !L->ksplit)
         ok = s == 0 ? kind_ok_a(p->kind, p, s1, s2)
                     : kind_ok_b(p->kind, p, s1, s2);
     L->prep[s] = !ok;
@@ -258,11 +271,44 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
     }
 }
 
+/* The labels [q0, q1) of group g. */
+static group sub_group(const group *g, int q0, int q1)
+{
+    group s = {.n = q1 - q0};
+    memcpy(s.id, g->id + q0, (size_t)s.n * sizeof(int));
+    return s;
+}
+
+/*
+ * For the own GEMM kernel: where the contracted labels k (in this order)
+ * do not fuse into one dim of both operands, the first split of k into
+ * outer and inner labels that each fuse in both (a two-level K, read in
+ * place); 0 when k fuses or no split does.
+ */
+static int k_split(const axes *ax, const group *k, const int64_t *label_size)
+{
+    int64_t s;
+    if (fuse(&ax[0], k, label_size, &s) && fuse(&ax[1], k, label_size, &s))
+        return 0;
+    for (int q = 1; q < k->n; q++) {
+        group outer = sub_group(k, 0, q), inner = sub_group(k, q, k->n);
+        if (fuse(&ax[0], &outer, label_size, &s) &&
+            fuse(&ax[0], &inner, label_size, &s) &&
+            fuse(&ax[1], &outer, label_size, &s) &&
+            fuse(&ax[1], &inner, label_size, &s))
+            return q;
+    }
+    return 0;
+}
+
 static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
                      const orders *o, const int *keep, int nkeep, int fixed,
                      const int64_t *label_size, layout *L)
 {
     L->cost = 0;
+    L->ksplit = p->kind == EB_KIND_SMALL_GEMM && !nsum[0] && !nsum[1]
+                    ? k_split(ax, &o->k, label_size)
+                    : 0;
     layout_operand(p, &ax[0], nsum[0], o, 0, label_size, L);
     if (p->kind != EB_KIND_COPY)
         layout_operand(p, &ax[1], nsum[1], o, 1, label_size, L);
@@ -281,6 +327,8 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
+    if (p->M < SKINNY_MN || p->N < SKINNY_MN)
+        return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
 
@@ -612,9 +660,21 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     }
     fuse_batch(p);
     fuse(&best.lay[0], &o->m, label_size, &p->sam);
-    fuse(&best.lay[0], &o->k, label_size, &p->sak);
-    fuse(&best.lay[1], &o->k, label_size, &p->sbk);
     fuse(&best.lay[1], &o->n, label_size, &p->sbn);
+    p->K1 = 1;
+    p->sak1 = p->sbk1 = 0;
+    if (best.ksplit) {
+        group outer = sub_group(&o->k, 0, best.ksplit),
+              inner = sub_group(&o->k, best.ksplit, o->k.n);
+        p->K1 = group_size(&outer, label_size);
+        fuse(&best.lay[0], &outer, label_size, &p->sak1);
+        fuse(&best.lay[0], &inner, label_size, &p->sak);
+        fuse(&best.lay[1], &outer, label_size, &p->sbk1);
+        fuse(&best.lay[1], &inner, label_size, &p->sbk);
+    } else {
+        fuse(&best.lay[0], &o->k, label_size, &p->sak);
+        fuse(&best.lay[1], &o->k, label_size, &p->sbk);
+    }
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
     return EB_OK;

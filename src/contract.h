@@ -32,7 +32,7 @@ typedef enum {
     EB_KIND_DOT,        /* contracted labels only (per batch) */
     EB_KIND_GEMV,       /* one side has no free label */
     EB_KIND_GEMM,       /* cblas_dgemm per batch */
-    EB_KIND_SMALL_GEMM, /* own kernel: many tiny matrices, or a short K */
+    EB_KIND_SMALL_GEMM, /* own kernel: tiny, skinny or short-K matrices */
     EB_KIND_VEC_GEMM,   /* own kernel: vectors along a unit-stride batch dim */
     EB_KIND_COUNT
 } eb_kind;
@@ -60,6 +60,11 @@ typedef struct {
     int64_t bstride[3][EB_MAX_RANK];
     /* Fused matrix strides after preparation. */
     int64_t sam, sak, sbk, sbn, scm, scn;
+    /* EB_KIND_SMALL_GEMM: the contracted labels as K1 outer rows of
+     * K / K1 inner ones when they are not one stride apart in an operand
+     * (read in place, eb_gemm_k); then sak and sbk are the inner strides
+     * and sak1, sbk1 the outer ones. K1 = 1 otherwise. */
+    int64_t K1, sak1, sbk1;
     /* EB_KIND_VEC_GEMM: the batch dim of length vw has unit stride in both
      * (unpermuted) operands and stride vscw in C; it is left out of
      * bshape. The m, n and k groups keep their dims: vdims[g] dims of

@@ -42,6 +42,15 @@ static void gemv_strided(const eb_plan *p, const double *a, const double *b,
     }
 }
 
+/* The own GEMM kernel on columns or rows of the plan's C (M, N given). */
+static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const double *a,
+                       const double *b, double *c)
+{
+    eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
+    eb_kern_small_gemm(M, N, p->K / p->K1, a, p->sam, b, p->sbn, &k, c, p->scm,
+                    p->scn);
+}
+
 /* One batch element of the main kernel. */
 static void kernel_one(const eb_plan *p, const double *a, const double *b,
                        double *c, eb_exec_counters *cnt)
@@ -51,8 +60,7 @@ static void kernel_one(const eb_plan *p, const double *a, const double *b,
         *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
         break;
     case EB_KIND_SMALL_GEMM:
-        eb_kern_small_gemm(p->M, p->N, p->K, a, p->sam, p->sak, b, p->sbk,
-                           p->sbn, c, p->scm, p->scn);
+        small_gemm(p, p->M, p->N, a, b, c);
         break;
     case EB_KIND_GEMV:
         gemv_strided(p, a, b, c);
@@ -162,13 +170,11 @@ static void gemm_part(void *arg, int part, int nparts)
     if (lo >= hi)
         return;
     if (split_m)
-        eb_kern_small_gemm(hi - lo, p->N, p->K, j->a + lo * p->sam, p->sam,
-                           p->sak, j->b, p->sbk, p->sbn, j->c + lo * p->scm,
-                           p->scm, p->scn);
+        small_gemm(p, hi - lo, p->N, j->a + lo * p->sam, j->b,
+                   j->c + lo * p->scm);
     else
-        eb_kern_small_gemm(p->M, hi - lo, p->K, j->a, p->sam, p->sak,
-                           j->b + lo * p->sbn, p->sbk, p->sbn,
-                           j->c + lo * p->scn, p->scm, p->scn);
+        small_gemm(p, p->M, hi - lo, j->a, j->b + lo * p->sbn,
+                   j->c + lo * p->scn);
 }
 
 /*

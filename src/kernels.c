@@ -23,8 +23,8 @@ double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
     return (s0 + s1) + (s2 + s3);
 }
 
-/* Largest C tile and B copy (elements) the small GEMM keeps on the stack. */
-enum { SMALL_TILE = 1024, SMALL_BTILE = 4096 };
+/* Largest C tile the small GEMM keeps on the stack (C strided both ways). */
+enum { SMALL_TILE = 1024 };
 
 /* Rows of a vector-batch block the packer prefetches ahead. */
 #define VEC_PREFETCH 8
@@ -34,213 +34,366 @@ enum { SMALL_TILE = 1024, SMALL_BTILE = 4096 };
 #define VEC_KSLICE 48
 #endif
 
+/*
+ * The small GEMM works on column chunks of C, at most 24 wide: every
+ * chunk is computed in full-width register blocks of mr rows by nv
+ * vectors of 4 (12 to 15 accumulators), the chunk's last vector shifted
+ * left to end at the chunk's last column (it recomputes a few columns of
+ * the previous vector, bit for bit the same values) so that no column is
+ * left to a one-chain tail loop. K is walked through offset tables (row k
+ * of A's block at aoff[k], of B's chunk at boff[k]), which is how a
+ * contracted group that is two dims far apart in memory (k1, k) is
+ * read in place instead of being copied into a compact operand first;
+ * K is cut into slices whose panel of B (slice x chunk) stays in L1, and
+ * slices after the first add to C.
+ */
+enum { KC_PANEL = 2560, KC_MAX = 512, CHUNK_MAX = 24 };
 
-/* One row block of C for a row-major B and C: nv full vectors of 4
- * accumulated over K in registers, then stored once (beta = 0). */
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-eb_kern_row_block_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
-               int64_t sbk, double *cr, const int nv)
-{
-    __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(),
-                      _mm256_setzero_pd(), _mm256_setzero_pd()};
-    for (int64_t k = 0; k < K; k++) {
-        __m256d av = _mm256_broadcast_sd(ar + k * sak);
-        const double *bk = b + k * sbk;
-        _Pragma("GCC unroll 4")
-        for (int v = 0; v < nv; v++)
-            acc[v] = _mm256_fmadd_pd(av, _mm256_loadu_pd(bk + 4 * v), acc[v]);
-    }
-    _Pragma("GCC unroll 4")
-    for (int v = 0; v < nv; v++)
-        _mm256_storeu_pd(cr + 4 * v, acc[v]);
-}
+/* Where the k-vector kernel (below) beats the row kernel with B's panels
+ * copied: contiguous runs of K of at least KVEC_MIN_K, a K of at least
+ * KVEC_MIN_TOTAL in all, and a side of C at most KVEC_MAX_SIDE (measured:
+ * 19 x 19 x 1710 at 32 against 22 GFLOP/s, 404 x 21 x 480 at 34 against
+ * 24; but 100 x 100 x 100 at 28 against 34 and 1710 x 19 x 19 at 21
+ * against 24, docs/engine-gemm.md). */
+enum { KVEC_MIN_K = 8, KVEC_MIN_TOTAL = 64, KVEC_MAX_SIDE = 32 };
 
-/* Four rows of C at once, nv <= 3 vectors each: twelve independent FMA
- * chains hide the FMA latency that limits the one-row kernel when K is
- * long and N narrow (the lm networks' 12-wide batched steps). */
+/* Rows per register block for nv vectors: 12 to 15 accumulators and the
+ * vectors of B of one k in 16 registers. */
+static int block_rows(int nv) { return nv <= 3 ? 4 : nv == 4 ? 3 : 2; }
+
+/* Column of vector v of a chunk of nv vectors whose last one starts at
+ * `tail`. */
+#define EB_COL(v, nv, tail) ((v) == (nv) - 1 ? (tail) : 4 * (v))
+
+/* One register block: mr rows by nv vectors of C (masked: one vector of
+ * fewer than 4 columns), over kc contracted rows. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-eb_kern_rows4_avx2(int64_t K, const double *ar, int64_t sam, int64_t sak,
-                   const double *b, int64_t sbk, double *cr, int64_t scm,
-                   const int nv)
+eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
+                        int64_t sak, const int64_t *aoff, const double *b,
+                        int64_t sbk, const int64_t *boff, double *cr,
+                        int64_t scm, int64_t tail, __m256i mask, int add,
+                        const int mr, const int nv, const int masked,
+                        const int tab)
 {
-    __m256d acc[4][3];
+    __m256d acc[4][6];
     _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++)
-        _Pragma("GCC unroll 4")
-        for (int v = 0; v < nv; v++)
-            acc[r][v] = _mm256_setzero_pd();
-    for (int64_t k = 0; k < K; k++) {
-        const double *bk = b + k * sbk;
-        __m256d bv[3];
-        _Pragma("GCC unroll 4")
-        for (int v = 0; v < nv; v++)
-            bv[v] = _mm256_loadu_pd(bk + 4 * v);
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            __m256d av = _mm256_broadcast_sd(ar + r * sam + k * sak);
-            _Pragma("GCC unroll 4")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 6")
+        for (int v = 0; v < nv; v++) {
+            const double *o = cr + r * scm + EB_COL(v, nv, tail);
+            acc[r][v] = !add     ? _mm256_setzero_pd()
+                        : masked ? _mm256_maskload_pd(o, mask)
+                                 : _mm256_loadu_pd(o);
+        }
+    for (int64_t k = 0; k < kc; k++) {
+        const double *bk = b + (tab ? boff[k] : k * sbk);
+        const double *ak = ar + (tab ? aoff[k] : k * sak);
+        if (nv + mr * nv + 1 <= 16) {
+            /* Vectors of B in registers, one broadcast of A at a time:
+             * nv + mr nv + 1 of the 16 registers. */
+            __m256d bv[6];
+            _Pragma("GCC unroll 6")
             for (int v = 0; v < nv; v++)
-                acc[r][v] = _mm256_fmadd_pd(av, bv[v], acc[r][v]);
+                bv[v] = masked ? _mm256_maskload_pd(bk, mask)
+                               : _mm256_loadu_pd(bk + EB_COL(v, nv, tail));
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < mr; r++) {
+                __m256d av = _mm256_broadcast_sd(ak + r * sam);
+                _Pragma("GCC unroll 6")
+                for (int v = 0; v < nv; v++)
+                    acc[r][v] = _mm256_fmadd_pd(av, bv[v], acc[r][v]);
+            }
+        } else {
+            /* Broadcasts of A in registers, one vector of B at a time:
+             * mr + mr nv + 1 registers. */
+            __m256d av[4];
+            _Pragma("GCC unroll 4")
+            for (int r = 0; r < mr; r++)
+                av[r] = _mm256_broadcast_sd(ak + r * sam);
+            _Pragma("GCC unroll 6")
+            for (int v = 0; v < nv; v++) {
+                __m256d bv = masked ? _mm256_maskload_pd(bk, mask)
+                                    : _mm256_loadu_pd(bk + EB_COL(v, nv, tail));
+                _Pragma("GCC unroll 4")
+                for (int r = 0; r < mr; r++)
+                    acc[r][v] = _mm256_fmadd_pd(av[r], bv, acc[r][v]);
+            }
         }
     }
     _Pragma("GCC unroll 4")
-    for (int r = 0; r < 4; r++)
-        _Pragma("GCC unroll 4")
-        for (int v = 0; v < nv; v++)
-            _mm256_storeu_pd(cr + r * scm + 4 * v, acc[r][v]);
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 6")
+        for (int v = 0; v < nv; v++) {
+            double *o = cr + r * scm + EB_COL(v, nv, tail);
+            if (masked)
+                _mm256_maskstore_pd(o, mask, acc[r][v]);
+            else
+                _mm256_storeu_pd(o, acc[r][v]);
+        }
 }
 
-/* The last N % 4 columns, with masked loads and stores. */
-__attribute__((target("avx2,fma"))) static void
-eb_kern_row_tail_avx2(int64_t K, const double *ar, int64_t sak, const double *b,
-              int64_t sbk, double *cr, int rem)
+/* All rows of one chunk of w columns for one slice of K: blocks of
+ * block_rows(nv) rows, then the remaining rows as one smaller block. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t kc, const double *a,
+                        int64_t sam, int64_t sak, const int64_t *aoff,
+                        const double *b, int64_t sbk, const int64_t *boff,
+                        double *c, int64_t scm, int add, const int tab)
 {
-    const __m256i mask = _mm256_setr_epi64x(-1, rem > 1 ? -1 : 0,
-                                            rem > 2 ? -1 : 0, 0);
-    __m256d acc = _mm256_setzero_pd();
-    for (int64_t k = 0; k < K; k++)
-        acc = _mm256_fmadd_pd(_mm256_broadcast_sd(ar + k * sak),
-                              _mm256_maskload_pd(b + k * sbk, mask), acc);
-    _mm256_maskstore_pd(cr, mask, acc);
-}
-
-/* Columns [0, nc) of C = A B for row-major B and C: four rows of C at a
- * time in chunks of 12, 8 or 4 columns (the panel of B stays in L1 while
- * the four rows of A pass over it), then the remaining rows one by one. */
-__attribute__((target("avx2,fma"))) static void
-eb_kern_rows_avx2(int64_t M, int64_t nc, int64_t K, const double *a,
-                  int64_t sam, int64_t sak, const double *b, int64_t sbk,
-                  double *c, int64_t scm)
-{
-    int64_t m = 0;
-    for (; m + 4 <= M; m += 4) {
+    int nv = w < 4 ? 1 : (int)((w + 3) / 4), mrow = block_rows(nv);
+    int64_t tail = w < 4 ? 0 : w - 4;
+    __m256i mask = _mm256_setr_epi64x(-1, w > 1 ? -1 : 0, w > 2 ? -1 : 0,
+                                      w > 3 ? -1 : 0);
+    for (int64_t m = 0; m < M; m += mrow) {
+        int mr = M - m < mrow ? (int)(M - m) : mrow;
         const double *ar = a + m * sam;
         double *cr = c + m * scm;
-        int64_t n = 0;
-        for (; n + 12 <= nc; n += 12)
-            eb_kern_rows4_avx2(K, ar, sam, sak, b + n, sbk, cr + n, scm, 3);
-        if (nc - n >= 8) {
-            eb_kern_rows4_avx2(K, ar, sam, sak, b + n, sbk, cr + n, scm, 2);
-            n += 8;
-        } else if (nc - n >= 4) {
-            eb_kern_rows4_avx2(K, ar, sam, sak, b + n, sbk, cr + n, scm, 1);
-            n += 4;
-        }
-        if (n < nc)
-            for (int r = 0; r < 4; r++)
-                eb_kern_row_tail_avx2(K, ar + r * sam, sak, b + n, sbk,
-                                      cr + r * scm + n, (int)(nc - n));
+#define EB_BLK(MR, NV, MASKED) \
+    eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, b, sbk, boff, cr, scm, \
+                            tail, mask, add, MR, NV, MASKED, tab)
+#define EB_BLK_NV(MR) \
+    switch (w < 4 ? 0 : nv) { \
+    case 0: EB_BLK(MR, 1, 1); break; \
+    case 1: EB_BLK(MR, 1, 0); break; \
+    case 2: EB_BLK(MR, 2, 0); break; \
+    case 3: EB_BLK(MR, 3, 0); break; \
+    case 4: EB_BLK(MR, 4, 0); break; \
+    case 5: EB_BLK(MR, 5, 0); break; \
+    default: EB_BLK(MR, 6, 0); break; \
     }
-    for (; m < M; m++) {
-        const double *ar = a + m * sam;
-        double *cr = c + m * scm;
-        int64_t n = 0;
-        for (; n + 16 <= nc; n += 16)
-            eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 4);
-        switch ((nc - n) / 4) {
-        case 3: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 3); break;
-        case 2: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 2); break;
-        case 1: eb_kern_row_block_avx2(K, ar, sak, b + n, sbk, cr + n, 1); break;
-        default: break;
+        switch (mr) {
+        case 4: EB_BLK_NV(4) break;
+        case 3: EB_BLK_NV(3) break;
+        case 2: EB_BLK_NV(2) break;
+        default: EB_BLK_NV(1) break;
         }
-        n += (nc - n) / 4 * 4;
-        if (n < nc)
-            eb_kern_row_tail_avx2(K, ar, sak, b + n, sbk, cr + n,
-                                  (int)(nc - n));
+#undef EB_BLK_NV
+#undef EB_BLK
     }
 }
 
-/* Panel width for a K-long panel of B: a multiple of 12 columns, about 16
- * KiB of B, so that the panel stays in L1 while all rows of A pass. */
-static int64_t panel_width(int64_t K)
+/* Width of the chunk that starts `left` columns before C's end: 12 (a
+ * 4 x 3 block) while more than CHUNK_MAX remain, then all the rest. */
+static int64_t chunk_width(int64_t left)
 {
-    int64_t w = 2048 / K / 12 * 12;
-    return w < 12 ? 12 : w;
+    return left > CHUNK_MAX ? 12 : left;
 }
 
-/* C = A B for row-major C and any B: column panels of B (copied to the
- * stack in row-major order when B's columns are not contiguous, at a cost
- * of K elements per column against M multiply-adds per element copied).
- * Returns 0 when a copied panel would not fit on the stack. */
-__attribute__((target("avx2,fma"))) static int
+/* Offsets of the flattened contracted rows [f0, f0 + kc) of a two-level
+ * K (k1 < K1 outer, k < K inner): k1 * s1 + k * s for each of A and B. */
+static void k_offsets(int64_t f0, int64_t kc, int64_t K, const eb_gemm_k *k,
+                      int64_t *aoff, int64_t *boff)
+{
+    int64_t k1 = f0 / K, kk = f0 % K;
+    int64_t ao = k1 * k->sak1 + kk * k->sak, bo = k1 * k->sbk1 + kk * k->sbk;
+    for (int64_t i = 0; i < kc; i++) {
+        aoff[i] = ao;
+        boff[i] = bo;
+        ao += k->sak;
+        bo += k->sbk;
+        if (++kk == K) {
+            kk = 0;
+            ao += k->sak1 - K * k->sak;
+            bo += k->sbk1 - K * k->sbk;
+        }
+    }
+}
+
+/* Rows of C from which a chunk of B is packed even when it could be read
+ * in place: the packed panel is aligned, its rows are contiguous, and
+ * the copy (kc w elements) is small against M kc w multiply-adds. */
+/* C = A B for row-major C (scn = 1) and any A and B: chunk by chunk of
+ * columns, slice by slice of K. Both operands are read in place, through
+ * offset tables when K has two levels, except a chunk of B whose columns
+ * are not contiguous: that is copied slice by slice into a row-major panel
+ * (kc w elements copied against M kc w multiply-adds). Copying B also
+ * where it could be read in place was measured slower (docs/engine-gemm.md). */
+__attribute__((target("avx2,fma"))) static void
 eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
-                       int64_t sam, int64_t sak, const double *b, int64_t sbk,
-                       int64_t sbn, double *c, int64_t scm)
+                       int64_t sam, const double *b, int64_t sbn,
+                       const eb_gemm_k *k, double *c, int64_t scm)
 {
-    int64_t panel = panel_width(K);
-    if (sbn != 1 && K * (N < panel ? N : panel) > SMALL_BTILE)
-        return 0;
-    double bt[SMALL_BTILE];
-    for (int64_t n0 = 0; n0 < N; n0 += panel) {
-        int64_t nc = N - n0 < panel ? N - n0 : panel;
-        const double *bp = b + n0 * sbn;
-        int64_t ldb = sbk;
-        if (sbn != 1) {
-            for (int64_t k = 0; k < K; k++)
-                for (int64_t n = 0; n < nc; n++)
-                    bt[k * nc + n] = bp[k * sbk + n * sbn];
-            bp = bt;
-            ldb = nc;
-        }
-        eb_kern_rows_avx2(M, nc, K, a, sam, sak, bp, ldb, c + n0, scm);
-    }
-    return 1;
-}
-
-/* Portable version of the row-major case. */
-static void eb_kern_small_gemm_rows(int64_t M, int64_t N, int64_t K, const double *a,
-                            int64_t sam, int64_t sak, const double *b,
-                            int64_t sbk, double *c, int64_t scm)
-{
-    for (int64_t m = 0; m < M; m++) {
-        double *restrict cr = c + m * scm;
-        double am = a[m * sam];
-        for (int64_t n = 0; n < N; n++)
-            cr[n] = am * b[n];
-        for (int64_t k = 1; k < K; k++) {
-            const double *restrict br = b + k * sbk;
-            am = a[m * sam + k * sak];
-            for (int64_t n = 0; n < N; n++)
-                cr[n] += am * br[n];
+    int64_t aoff[KC_MAX], boff[KC_MAX];
+    double bt[KC_PANEL];
+    int64_t total = k->K1 * K;
+    for (int64_t n0 = 0; n0 < N; n0 += chunk_width(N - n0)) {
+        int64_t w = chunk_width(N - n0);
+        int64_t kslice = KC_PANEL / w < KC_MAX ? KC_PANEL / w : KC_MAX;
+        for (int64_t f0 = 0; f0 < total; f0 += kslice) {
+            int64_t kc = total - f0 < kslice ? total - f0 : kslice;
+            const double *bp = b + n0 * sbn;
+            if (k->K1 == 1 && sbn == 1) {
+                /* One stride per operand: no tables. */
+                eb_kern_gemm_chunk_avx2(M, w, kc, a + f0 * k->sak, sam,
+                                        k->sak, NULL, bp + f0 * k->sbk,
+                                        k->sbk, NULL, c + n0, scm, f0 > 0, 0);
+                continue;
+            }
+            k_offsets(f0, kc, K, k, aoff, boff);
+            if (sbn != 1) {
+                for (int64_t i = 0; i < kc; i++) {
+                    const double *src = bp + boff[i];
+                    for (int64_t j = 0; j < w; j++)
+                        bt[i * w + j] = src[j * sbn];
+                    boff[i] = i * w;
+                }
+                bp = bt;
+            }
+            eb_kern_gemm_chunk_avx2(M, w, kc, a, sam, 0, aoff, bp, 0, boff,
+                                    c + n0, scm, f0 > 0, 1);
         }
     }
 }
 
-static void eb_kern_gemm_dots(int64_t M, int64_t N, int64_t K, const double *a,
-                              int64_t sam, int64_t sak, const double *b,
-                              int64_t sbk, int64_t sbn, double *c, int64_t scm,
-                              int64_t scn)
+/*
+ * C = A B where both operands are contiguous along k (A row-major, B
+ * column-major: the layout of two tensors contracted over their last
+ * labels): vectors run along k, a block of mr rows by nr columns of C is
+ * mr nr dot products in registers (3 x 4: 12 accumulators, 7 loads per 12
+ * multiply-adds), summed across lanes at the end. K's tail of 1 to 3 is a
+ * masked load. K is cut into slices (whole rows k1 of a two-level K, or
+ * runs of KVEC_SLICE) so that the slice of all of B's columns stays in L1
+ * while the rows of A pass; slices after the first add to C. Needs no
+ * copy of either operand, where the row kernel would copy B's panels
+ * element by element.
+ */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+eb_kern_dot_block_avx2(int64_t x0, int64_t len, int64_t k1a, int64_t k1b,
+                       const double *a, int64_t sam, const double *b,
+                       int64_t sbn, const eb_gemm_k *k, double *c,
+                       int64_t scm, int64_t scn, __m256i mask, int add,
+                       const int mr, const int nr)
+{
+    __m256d acc[3][4];
+    _Pragma("GCC unroll 3")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++)
+            acc[r][j] = _mm256_setzero_pd();
+    int64_t full = len / 4 * 4;
+    for (int64_t k1 = k1a; k1 < k1b; k1++) {
+        const double *ap = a + k1 * k->sak1 + x0, *bp = b + k1 * k->sbk1 + x0;
+        for (int64_t x = 0; x < len; x += 4) {
+            int tail = x == full;
+            __m256d av[3];
+            _Pragma("GCC unroll 3")
+            for (int r = 0; r < mr; r++)
+                av[r] = !tail ? _mm256_loadu_pd(ap + r * sam + x)
+                              : _mm256_maskload_pd(ap + r * sam + x, mask);
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) {
+                __m256d bv = !tail
+                                 ? _mm256_loadu_pd(bp + j * sbn + x)
+                                 : _mm256_maskload_pd(bp + j * sbn + x, mask);
+                _Pragma("GCC unroll 3")
+                for (int r = 0; r < mr; r++)
+                    acc[r][j] = _mm256_fmadd_pd(av[r], bv, acc[r][j]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 3")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++) {
+            __m128d h = _mm_add_pd(_mm256_castpd256_pd128(acc[r][j]),
+                                   _mm256_extractf128_pd(acc[r][j], 1));
+            double v = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+            double *o = c + r * scm + j * scn;
+            *o = add ? *o + v : v;
+        }
+}
+
+/* Contracted elements per slice of the k-vector kernel (B's slice of 24
+ * columns: 24 KiB). */
+enum { KVEC_SLICE = 128 };
+
+__attribute__((target("avx2,fma"))) static void
+eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
+                       int64_t sam, const double *b, int64_t sbn,
+                       const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
+{
+    /* Slices: rows k1 of a two-level K, else runs of the one-level K. */
+    int64_t k1step = k->K1 > 1 ? (KVEC_SLICE / K > 1 ? KVEC_SLICE / K : 1) : 1;
+    int64_t xstep = k->K1 > 1 ? K : KVEC_SLICE;
+    for (int64_t k1a = 0; k1a < k->K1; k1a += k1step)
+        for (int64_t x0 = 0; x0 < K; x0 += xstep) {
+            int64_t k1b = k1a + k1step < k->K1 ? k1a + k1step : k->K1;
+            int64_t len = K - x0 < xstep ? K - x0 : xstep;
+            int rem = (int)(len % 4), add = k1a > 0 || x0 > 0;
+            __m256i mask = _mm256_setr_epi64x(rem > 0 ? -1 : 0,
+                                              rem > 1 ? -1 : 0,
+                                              rem > 2 ? -1 : 0, 0);
+            for (int64_t m = 0; m < M; m += 3) {
+                int mr = M - m < 3 ? (int)(M - m) : 3;
+                for (int64_t n = 0; n < N; n += 4) {
+                    int nr = N - n < 4 ? (int)(N - n) : 4;
+                    const double *ap = a + m * sam, *bp = b + n * sbn;
+                    double *cp = c + m * scm + n * scn;
+#define EB_DOT(MR, NR) \
+    eb_kern_dot_block_avx2(x0, len, k1a, k1b, ap, sam, bp, sbn, k, cp, scm, \
+                           scn, mask, add, MR, NR)
+#define EB_DOT_NR(MR) \
+    switch (nr) { \
+    case 4: EB_DOT(MR, 4); break; \
+    case 3: EB_DOT(MR, 3); break; \
+    case 2: EB_DOT(MR, 2); break; \
+    default: EB_DOT(MR, 1); break; \
+    }
+                    switch (mr) {
+                    case 3: EB_DOT_NR(3) break;
+                    case 2: EB_DOT_NR(2) break;
+                    default: EB_DOT_NR(1) break;
+                    }
+#undef EB_DOT_NR
+#undef EB_DOT
+                }
+            }
+        }
+}
+
+/* Portable version: one dot product per element of C over the two-level
+ * K. */
+static void eb_kern_gemm_dots(int64_t M, int64_t N, int64_t K,
+                              const double *a, int64_t sam, const double *b,
+                              int64_t sbn, const eb_gemm_k *k, double *c,
+                              int64_t scm, int64_t scn)
 {
     for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++)
-            c[m * scm + n * scn] = eb_kern_dot(K, a + m * sam, sak, b + n * sbn,
-                                               sbk);
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0;
+            for (int64_t k1 = 0; k1 < k->K1; k1++)
+                s += eb_kern_dot(K, a + m * sam + k1 * k->sak1, k->sak,
+                                 b + n * sbn + k1 * k->sbk1, k->sbk);
+            c[m * scm + n * scn] = s;
+        }
 }
 
 void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
-                        int64_t sam, int64_t sak, const double *b, int64_t sbk,
-                        int64_t sbn, double *c, int64_t scm, int64_t scn)
+                     int64_t sam, const double *b, int64_t sbn,
+                     const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
 {
     if (scn != 1 && scm == 1) {
         /* Column-major C: compute C^T = B^T A^T, whose rows are C's
          * contiguous columns. */
-        eb_kern_small_gemm(N, M, K, b, sbn, sbk, a, sak, sam, c, scn, scm);
+        eb_gemm_k t = {k->K1, k->sbk1, k->sbk, k->sak1, k->sak};
+        eb_kern_small_gemm(N, M, K, b, sbn, a, sam, &t, c, scn, scm);
         return;
     }
     if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
-        if (sbn == 1 && scn == 1)
-            eb_kern_small_gemm_rows(M, N, K, a, sam, sak, b, sbk, c, scm);
-        else
-            eb_kern_gemm_dots(M, N, K, a, sam, sak, b, sbk, sbn, c, scm, scn);
+        eb_kern_gemm_dots(M, N, K, a, sam, b, sbn, k, c, scm, scn);
+        return;
+    }
+    if (k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
+        k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE)) {
+        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
     if (scn == 1) {
-        if (!eb_kern_gemm_rowc_avx2(M, N, K, a, sam, sak, b, sbk, sbn, c, scm))
-            eb_kern_gemm_dots(M, N, K, a, sam, sak, b, sbk, sbn, c, scm, scn);
+        eb_kern_gemm_rowc_avx2(M, N, K, a, sam, b, sbn, k, c, scm);
         return;
     }
     if (N > SMALL_TILE) {
-        eb_kern_gemm_dots(M, N, K, a, sam, sak, b, sbk, sbn, c, scm, scn);
+        eb_kern_gemm_dots(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
     /* C strided both ways: blocks of rows into a compact tile on the
@@ -249,17 +402,14 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
     int64_t rows = SMALL_TILE / N;
     for (int64_t m0 = 0; m0 < M; m0 += rows) {
         int64_t mc = M - m0 < rows ? M - m0 : rows;
-        if (!eb_kern_gemm_rowc_avx2(mc, N, K, a + m0 * sam, sam, sak, b, sbk,
-                                    sbn, tile, N)) {
-            eb_kern_gemm_dots(mc, N, K, a + m0 * sam, sam, sak, b, sbk, sbn,
-                              c + m0 * scm, scm, scn);
-            continue;
-        }
+        eb_kern_gemm_rowc_avx2(mc, N, K, a + m0 * sam, sam, b, sbn, k, tile,
+                               N);
         for (int64_t m = 0; m < mc; m++)
             for (int64_t n = 0; n < N; n++)
                 c[(m0 + m) * scm + n * scn] = tile[m * N + n];
     }
 }
+
 
 /* One block of C for the vector-batch GEMM on packed rows: mb (1..3) rows
  * m by nn (1..4) columns n, for one vector of 4 elements of w, summed over

@@ -18,11 +18,22 @@
 double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
                    int64_t sb);
 
-/* C[m,n] = sum_k A[m,k] B[k,n] with general strides, for small matrices
- * where a BLAS call costs more than the arithmetic. K >= 1. */
+/* The contracted dims of a GEMM as two levels: K1 outer rows of K inner
+ * ones; element (k1, k) of A's row at k1 * sak1 + k * sak, of B's column
+ * at k1 * sbk1 + k * sbk. K1 = 1 is a plain GEMM. */
+typedef struct {
+    int64_t K1, sak1, sak, sbk1, sbk;
+} eb_gemm_k;
+
+/* C[m,n] = sum_{k1,k} A[m,(k1,k)] B[(k1,k),n] with general strides, for
+ * small and skinny matrices where a BLAS call costs more than the
+ * arithmetic or OpenBLAS's kernels are weak (a side of C below 32). The
+ * two-level K reads an operand whose contracted dims are not one stride
+ * apart in place. K >= 1, k->K1 >= 1. */
 void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
-                        int64_t sam, int64_t sak, const double *b, int64_t sbk,
-                        int64_t sbn, double *c, int64_t scm, int64_t scn);
+                        int64_t sam, const double *b, int64_t sbn,
+                        const eb_gemm_k *k, double *c, int64_t scm,
+                        int64_t scn);
 
 /*
  * The vector-batch GEMM: C[w, m, n] = sum_k A[w, m, k] B[w, k, n] where w

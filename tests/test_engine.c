@@ -70,9 +70,10 @@ static const case_t cases[] = {
     {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
     {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
     {"tjk,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
-    {"abcd,cdef->abef", "a=3,b=4,c=5,d=6,e=7,f=8", EB_KIND_GEMM, 0},
+    {"abcd,cdef->abef", "a=3,b=4,c=5,d=6,e=7,f=8", EB_KIND_SMALL_GEMM, 0},
     {"abcd,dcef->abef", "a=3,b=4,c=5,d=6,e=7,f=8", -1, -1},
-    {"αβ,βγ->αγ", "α=17,β=19,γ=23", EB_KIND_GEMM, 0},
+    {"αβ,βγ->αγ", "α=17,β=19,γ=23", EB_KIND_SMALL_GEMM, 0},
+    {"αβ,βγ->αγ", "α=27,β=19,γ=23", EB_KIND_GEMM, 0},
     {"ij->ji", "i=37,j=41", EB_KIND_COPY, 0},
     {"iij->j", "i=5,j=6", EB_KIND_COPY, 0},
     {"ij->", "i=5,j=6", EB_KIND_COPY, 0},
@@ -89,10 +90,10 @@ static const case_t cases[] = {
      * N (whichever is longer, lengths not multiples of 8), C row- or
      * column-major, operands stored transposed. */
     {"ij,jk->ik", "i=70,j=40,k=33", EB_KIND_GEMM, 0},
-    {"ij,jk->ik", "i=20,j=40,k=150", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=21,j=40,k=150", EB_KIND_GEMM, 0},
     {"ij,jk->ki", "i=45,j=40,k=101", EB_KIND_GEMM, 0},
     {"ji,kj->ik", "i=50,j=40,k=41", EB_KIND_GEMM, 0},
-    {"ji,kj->ki", "i=9,j=40,k=200", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=23,j=40,k=200", EB_KIND_GEMM, 0},
     /* A short K goes to the own kernel, batched or not: row-major C,
      * column-major C (computed transposed), B without unit column stride
      * (copied in panels), and C strided both ways (a stack tile). */
@@ -102,6 +103,25 @@ static const case_t cases[] = {
     {"ij,jk->ik", "i=7,j=3,k=5", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->kib", "b=5,i=30,j=4,k=17", EB_KIND_SMALL_GEMM, 0},
     {"ij,jk->ik", "i=1001,j=16,k=1003", EB_KIND_SMALL_GEMM, 0},
+    /* A side of C below 21 goes to the own kernel too: full-width blocks
+     * of 1 to 6 vectors (the last one shifted to end at C's last column),
+     * rows left over, C row- or column-major, B read in place or copied
+     * in panels, a long K cut into slices, in place over a two-level K
+     * (contracted dims apart in A, with or without B's), a batch of them. */
+    {"ij,jk->ik", "i=1710,j=19,k=19", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=19,j=1710,k=19", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=19,j=1111,k=19", EB_KIND_SMALL_GEMM, 0},
+    {"ij,kj->ik", "i=23,j=700,k=11", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ki", "i=13,j=1301,k=22", EB_KIND_SMALL_GEMM, 0},
+    {"ij,kj->ki", "i=5,j=999,k=2", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=7,j=3000,k=7", EB_KIND_SMALL_GEMM, 0},
+    {"aij,jk->aik", "a=50,i=3,j=17,k=6", EB_KIND_SMALL_GEMM, 0},
+    {"abc,bd->adc", "a=90,b=19,c=19,d=19", -1, -1},
+    {"acd,abd->bc", "a=90,b=19,c=19,d=19", EB_KIND_SMALL_GEMM, 0},
+    {"acd,adb->bc", "a=37,b=19,c=21,d=13", EB_KIND_SMALL_GEMM, 0},
+    {"cad,abd->bc", "a=37,b=9,c=3,d=13", EB_KIND_SMALL_GEMM, 0},
+    {"acd,abd->cb", "a=700,b=5,c=19,d=3", EB_KIND_SMALL_GEMM, 0},
+    {"zacd,zabd->zbc", "z=4,a=11,b=6,c=7,d=5", EB_KIND_SMALL_GEMM, 0},
     /* A batch dim with unit stride in both operands: vectors along it,
      * nothing permuted. Tails of w (37 = 32 + 4 + 1; 131 spans blocks),
      * contracted dims apart in B, C with w innermost or not, another

@@ -227,7 +227,9 @@ static void test_trace_compiles_once(void)
     EB_CHECK(c1.permuted_elems == c2.permuted_elems &&
              c1.gemm_calls == c2.gemm_calls, "same program every run");
     eb_exec_destroy(&ex);
-    /* Eager permutes more than trace on this instance (issue 3). */
+    /* Trace permutes no more than eager on this instance (issue 3; eager
+     * permuted 4 times more until the own GEMM read two-level Ks in
+     * place). */
     int n = ps->paths[0].num_steps;
     eb_step_desc *d = malloc((size_t)n * sizeof *d);
     int64_t arena;
@@ -245,7 +247,7 @@ static void test_trace_compiles_once(void)
     printf("lm_batch_likelihood_sentence_3_12d permuted elements per run: "
            "eager %lld, trace %lld\n", (long long)moved[0],
            (long long)moved[1]);
-    EB_CHECK(moved[1] * 4 <= moved[0], "trace permutes far less: %lld vs %lld",
+    EB_CHECK(moved[1] <= moved[0], "trace permutes no more: %lld vs %lld",
              (long long)moved[1], (long long)moved[0]);
     free(d);
     eb_operands_destroy(ops);
