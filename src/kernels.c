@@ -218,7 +218,11 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     int64_t total = k->K1 * K;
     for (int64_t n0 = 0; n0 < N; n0 += chunk_width(N - n0)) {
         int64_t w = chunk_width(N - n0);
-        int64_t kslice = KC_PANEL / w < KC_MAX ? KC_PANEL / w : KC_MAX;
+        /* (No division for the common small case: tiny batched GEMMs
+         * call this thousands of times per step.) */
+        int64_t kslice = total * w <= KC_PANEL && total <= KC_MAX ? total
+                         : KC_PANEL / w < KC_MAX                  ? KC_PANEL / w
+                                                                  : KC_MAX;
         for (int64_t f0 = 0; f0 < total; f0 += kslice) {
             int64_t kc = total - f0 < kslice ? total - f0 : kslice;
             const double *bp = b + n0 * sbn;
