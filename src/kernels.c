@@ -135,10 +135,11 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
 /* All rows of one chunk of w columns for one slice of K: blocks of
  * block_rows(nv) rows, then the remaining rows as one smaller block. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t kc, const double *a,
-                        int64_t sam, int64_t sak, const int64_t *aoff,
-                        const double *b, int64_t sbk, const int64_t *boff,
-                        double *c, int64_t scm, int add, const int tab)
+eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
+                        const double *a, int64_t sam, int64_t sak,
+                        const int64_t *aoff, const double *b, int64_t sbk,
+                        const int64_t *boff, double *c, int64_t scm, int add,
+                        const int tab)
 {
     int nv = w < 4 ? 1 : (int)((w + 3) / 4), mrow = block_rows(nv);
     int64_t tail = w < 4 ? 0 : w - 4;
@@ -147,9 +148,11 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t kc, const double *a,
     for (int64_t m = 0; m < M; m += mrow) {
         int mr = M - m < mrow ? (int)(M - m) : mrow;
         const double *ar = a + m * sam;
-        double *cr = c + m * scm;
+        for (int64_t q = 0; q < nq; q++) {
+        const double *bq = b + q * w;
+        double *cr = c + m * scm + q * w;
 #define EB_BLK(MR, NV, MASKED) \
-    eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, b, sbk, boff, cr, scm, \
+    eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, bq, sbk, boff, cr, scm, \
                             tail, mask, add, MR, NV, MASKED, tab)
 #define EB_BLK_NV(MR) \
     switch (w < 4 ? 0 : nv) { \
@@ -167,6 +170,7 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t kc, const double *a,
         case 2: EB_BLK_NV(2) break;
         default: EB_BLK_NV(1) break;
         }
+        }
 #undef EB_BLK_NV
 #undef EB_BLK
     }
@@ -177,6 +181,21 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t kc, const double *a,
 static int64_t chunk_width(int64_t left)
 {
     return left > CHUNK_MAX ? 12 : left;
+}
+
+/* Chunks of 12 in the panel that starts `left` columns before C's end,
+ * for a K of `total`: a panel of B (slice x all its chunks) about
+ * KC_PANEL elements, so that each row block walks along B's rows
+ * (streams the hardware prefetcher follows) rather than down 12-wide
+ * strips of them; 1 for the last chunk. */
+static int64_t panel_chunks(int64_t left, int64_t total)
+{
+    if (left <= CHUNK_MAX)
+        return 1;
+    int64_t full = (left - CHUNK_MAX + 11) / 12;
+    int64_t want = KC_PANEL / (12 * (total < 64 ? total : 64));
+    want = want < 1 ? 1 : want;
+    return full < want ? full : want;
 }
 
 /* Offsets of the flattened contracted rows [f0, f0 + kc) of a two-level
@@ -216,19 +235,20 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     int64_t aoff[KC_MAX], boff[KC_MAX];
     double bt[KC_PANEL];
     int64_t total = k->K1 * K;
-    for (int64_t n0 = 0; n0 < N; n0 += chunk_width(N - n0)) {
-        int64_t w = chunk_width(N - n0);
+    for (int64_t n0 = 0; n0 < N;) {
+        int64_t w = chunk_width(N - n0), nq = panel_chunks(N - n0, total);
+        int64_t pw = w * nq;
         /* (No division for the common small case: tiny batched GEMMs
          * call this thousands of times per step.) */
-        int64_t kslice = total * w <= KC_PANEL && total <= KC_MAX ? total
-                         : KC_PANEL / w < KC_MAX                  ? KC_PANEL / w
-                                                                  : KC_MAX;
+        int64_t kslice = total * pw <= KC_PANEL && total <= KC_MAX ? total
+                         : KC_PANEL / pw < KC_MAX ? KC_PANEL / pw
+                                                  : KC_MAX;
         for (int64_t f0 = 0; f0 < total; f0 += kslice) {
             int64_t kc = total - f0 < kslice ? total - f0 : kslice;
             const double *bp = b + n0 * sbn;
             if (k->K1 == 1 && sbn == 1) {
                 /* One stride per operand: no tables. */
-                eb_kern_gemm_chunk_avx2(M, w, kc, a + f0 * k->sak, sam,
+                eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
                                         k->sak, NULL, bp + f0 * k->sbk,
                                         k->sbk, NULL, c + n0, scm, f0 > 0, 0);
                 continue;
@@ -237,15 +257,16 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
             if (sbn != 1) {
                 for (int64_t i = 0; i < kc; i++) {
                     const double *src = bp + boff[i];
-                    for (int64_t j = 0; j < w; j++)
-                        bt[i * w + j] = src[j * sbn];
-                    boff[i] = i * w;
+                    for (int64_t j = 0; j < pw; j++)
+                        bt[i * pw + j] = src[j * sbn];
+                    boff[i] = i * pw;
                 }
                 bp = bt;
             }
-            eb_kern_gemm_chunk_avx2(M, w, kc, a, sam, 0, aoff, bp, 0, boff,
+            eb_kern_gemm_chunk_avx2(M, w, nq, kc, a, sam, 0, aoff, bp, 0, boff,
                                     c + n0, scm, f0 > 0, 1);
         }
+        n0 += pw;
     }
 }
 
