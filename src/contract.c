@@ -28,6 +28,12 @@ enum { LOW_K = 16 };
  * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
 enum { SKINNY_MN = 21 };
 
+/* ... unless its long side is past this: the lm networks' 12 x 13200 x
+ * 144 steps ran at 11-12 GFLOP/s on the own kernel against 16 on BLAS
+ * (plan --time, two interleaved rounds, 1 and 2 threads), gm_queen's
+ * 9 x 19683 x 27 was at best even. */
+enum { SKINNY_MAX_LONG = 8192 };
+
 static const char *const kind_names[EB_KIND_COUNT] = {
     [EB_KIND_COPY] = "copy",   [EB_KIND_MUL] = "mul",
     [EB_KIND_OUTER] = "outer", [EB_KIND_DOT] = "dot",
@@ -327,7 +333,8 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
-    if (p->M < SKINNY_MN || p->N < SKINNY_MN)
+    if ((p->M < SKINNY_MN || p->N < SKINNY_MN) &&
+        (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
