@@ -36,8 +36,8 @@ struct eb_checker {
 double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
 
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, int fuse,
-                            eb_checker **out,
+                            uint64_t seed, const eb_fill *inputs,
+                            int threads, int fuse, eb_checker **out,
                             eb_error *err)
 {
     *out = NULL;
@@ -48,7 +48,8 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     c->ps = ps;
     c->threads = threads;
     c->fuse = fuse;
-    eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
+    eb_fill fill = inputs ? *inputs
+                          : (eb_fill){.kind = EB_FILL_RANDOM, .seed = seed};
     eb_status st = eb_operands_create(inst, &fill, &c->ops, err);
     if (st) {
         free(c);

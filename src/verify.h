@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "exec.h"
+#include "operands.h"
 
 #define EB_CHECK_TOL 1e-9
 
@@ -29,10 +30,13 @@ typedef struct {
     const char *status;     /* "passed", "failed", "unverified" */
 } eb_check_outcome;
 
-/* fuse: trace mode fuses steps as a run does (fuse.h defaults), or not. */
+/* fuse: trace mode fuses steps as a run does (fuse.h defaults), or not.
+ * inputs: the operands to check with (--inputs DIR), or NULL for the
+ * seeded random ones. */
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, int fuse,
-                            eb_checker **out, eb_error *err);
+                            uint64_t seed, const eb_fill *inputs,
+                            int threads, int fuse, eb_checker **out,
+                            eb_error *err);
 void eb_checker_destroy(eb_checker *c);
 
 /* Run (path, mode) once on the checker's inputs and compare. A failed
