@@ -4,7 +4,10 @@
  *
  * Each instance gets its own seeded random inputs. A result is compared
  * against the naive reference einsum when that is affordable; otherwise
- * against the same einsum contracted in a different order: another stored
+ * against the naive loop applied pairwise along the first stored path
+ * ("naive stepwise", refeinsum.h: no engine code, so a fault in a kernel
+ * cannot pass by agreeing with itself); beyond that against the same
+ * einsum contracted in a different order by the engine: another stored
  * path that differs, or a path the tool derives (the path finder). A result
  * with no independent reference is "unverified", never "passed". The error
  * measure is max |x - ref| / max |ref|; it passes at <= EB_CHECK_TOL.
@@ -26,7 +29,8 @@ typedef struct eb_checker eb_checker;
 
 typedef struct {
     double max_rel_err;     /* NaN when unverified */
-    char reference[96];     /* "naive", "path opt_size", "path derived-size" */
+    char reference[96];     /* "naive", "naive stepwise (path opt_flops)",
+                               "path opt_size", "path derived-size" */
     const char *status;     /* "passed", "failed", "unverified" */
 } eb_check_outcome;
 
