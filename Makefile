@@ -12,6 +12,10 @@
 #   make install    binary, scripts (einsum-bench-*), man page, bash
 #                   completion under PREFIX (/usr/local); DESTDIR honoured
 #   make uninstall  removes what install put there
+#   make fuzz       libFuzzer harnesses (clang, ASan+UBSan) for the instance
+#                   loader with planning, the path-file loader and the .npy
+#                   reader, FUZZ_SECONDS each (default 120), inputs up to
+#                   FUZZ_MAX_LEN bytes; `make test` replays tests/fuzz/*/
 #   V=1 shows commands; WERROR=1 adds -Werror; SANITIZE=address,undefined
 #   builds into build-san/.
 
@@ -49,12 +53,16 @@ SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
 OBJS := $(SRCS:src/%.c=$(BUILD)/%.o)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# Fuzz harnesses: replayed over their corpus by `make test` (normal build),
+# run under libFuzzer by `make fuzz`.
+FUZZ_NAMES := instance pathfile npy
+TEST_BINS += $(FUZZ_NAMES:%=$(BUILD)/tests/test_fuzz_%)
 BIN := $(if $(SANITIZE),$(BUILD)/einsum-bench,einsum-bench)
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 .PHONY: all deps deps-python deps-install run suite test memcheck sanitize \
-        bench bench-suite report install uninstall clean
+        fuzz bench bench-suite report install uninstall clean
 
 all: $(BIN)
 
@@ -97,6 +105,36 @@ $(BUILD)/tests/%: tests/%.c tests/check.h $(BUILD)/libeb.a | deps
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(EB_CFLAGS) -Isrc -MMD -MP -o $@ $< $(BUILD)/libeb.a $(EB_LDLIBS)
+
+$(BUILD)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libeb.a | deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(EB_CFLAGS) -Isrc -Itests/fuzz -DEB_FUZZ_NAME='"$*"' -o $@ \
+	  $< tests/fuzz/replay.c $(BUILD)/libeb.a $(EB_LDLIBS)
+
+# make fuzz: its own clang build in build-fuzz/.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 120
+FUZZ_MAX_LEN ?= 2000000
+FUZZ_BUILD := build-fuzz
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=address,undefined -fno-sanitize-recover=undefined $(PKG_CFLAGS)
+FUZZ_OBJS := $(SRCS:src/%.c=$(FUZZ_BUILD)/%.o)
+
+$(FUZZ_BUILD)/%.o: src/%.c | deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $< (fuzz)")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Isrc -Itests/fuzz $< \
+	  $(FUZZ_OBJS) -o $@ $(PKG_LIBS) -lm -lpthread
+
+.SECONDARY: $(FUZZ_OBJS)
+
+fuzz: $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+	$(Q)tests/fuzz/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_MAX_LEN)
 
 # The default selection: the mission's four workloads (elementwise, matmul,
 # batched matmul, the public lm networks). `make suite` runs all of them.
@@ -174,6 +212,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBDIR)
 
 clean:
-	rm -rf build build-san einsum-bench
+	rm -rf build build-san build-fuzz einsum-bench
 
 -include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)

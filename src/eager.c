@@ -18,7 +18,8 @@ typedef struct {
     const eb_view *inputs;
     eb_pool *pool;
     struct eb_team *team;
-    operand *live;      /* num_tensors entries */
+    operand *live;      /* by slot: inputs, then step s's result at n+s */
+    eb_pair *slots;     /* each step's operand slots (eb_path_slots) */
     int *refcount;      /* per label: live operands holding it (+1 output) */
     int *refcount0;     /* refcount before the first step */
     double *result;     /* output of the last run, still held */
@@ -90,7 +91,7 @@ static eb_status eager_run(void *vctx, const double **out,
 {
     eager_ctx *c = vctx;
     const eb_instance *inst = c->inst;
-    int n = inst->num_tensors, nlive = n;
+    int n = inst->num_tensors;
     memcpy(c->refcount, c->refcount0, (size_t)inst->num_labels * sizeof(int));
     for (int k = 0; k < n; k++) {
         c->live[k].v = c->inputs[k];
@@ -110,8 +111,8 @@ static eb_status eager_run(void *vctx, const double **out,
         return EB_OK;
     }
     for (int s = 0; s < c->path->num_steps; s++) {
-        int i = c->path->steps[s].i, j = c->path->steps[s].j;
-        operand a = c->live[i], b = c->live[j];
+        /* Slots, not positions: no O(n) shift of the live list per step. */
+        operand a = c->live[c->slots[s].i], b = c->live[c->slots[s].j];
         int last = s == c->path->num_steps - 1;
         int keep[2 * EB_MAX_RANK];
         int nkeep, summed;
@@ -136,15 +137,9 @@ static eb_status eager_run(void *vctx, const double **out,
         count_labels(c->refcount, &a.v, -1);
         count_labels(c->refcount, &b.v, -1);
         count_labels(c->refcount, &res.v, +1);
-        int hi = i > j ? i : j, lo = i > j ? j : i;
-        memmove(c->live + hi, c->live + hi + 1,
-                (size_t)(nlive - hi - 1) * sizeof(operand));
-        memmove(c->live + lo, c->live + lo + 1,
-                (size_t)(nlive - lo - 2) * sizeof(operand));
-        nlive -= 2;
-        c->live[nlive++] = res;
+        c->live[n + s] = res;
     }
-    c->result = c->live[0].buf;
+    c->result = c->live[n + c->path->num_steps - 1].buf;
     *out = c->result;
     return EB_OK;
 }
@@ -168,6 +163,7 @@ static void eager_destroy(void *vctx)
     if (!c)
         return;
     free(c->live);
+    free(c->slots);
     free(c->refcount);
     free(c->refcount0);
     free(c);
@@ -185,11 +181,15 @@ eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
     eager_ctx *c = calloc(1, sizeof *c);
     size_t nl = (size_t)(inst->num_labels ? inst->num_labels : 1);
     if (c) {
-        c->live = malloc((size_t)inst->num_tensors * sizeof *c->live);
+        c->live = malloc((size_t)(inst->num_tensors + path->num_steps) *
+                         sizeof *c->live);
+        c->slots = malloc((size_t)(path->num_steps ? path->num_steps : 1) *
+                          sizeof *c->slots);
         c->refcount = calloc(nl, sizeof(int));
         c->refcount0 = calloc(nl, sizeof(int));
     }
-    if (!c || !c->live || !c->refcount || !c->refcount0) {
+    if (!c || !c->live || !c->slots || !c->refcount || !c->refcount0 ||
+        eb_path_slots(path, inst->num_tensors, c->slots) != 0) {
         eager_destroy(c);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }

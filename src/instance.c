@@ -413,6 +413,48 @@ eb_status eb_path_validate(const eb_path *path, int num_tensors,
     return EB_OK;
 }
 
+/* k-th (1-based) set slot of a Fenwick tree of 0/1 counts over n slots. */
+static int fenwick_find(const int *tree, int n, int top, int k)
+{
+    int pos = 0;
+    for (int step = top; step > 0; step >>= 1)
+        if (pos + step <= n && tree[pos + step] < k) {
+            pos += step;
+            k -= tree[pos];
+        }
+    return pos; /* 0-based slot */
+}
+
+static void fenwick_add(int *tree, int n, int slot, int delta)
+{
+    for (int x = slot + 1; x <= n; x += x & -x)
+        tree[x] += delta;
+}
+
+int eb_path_slots(const eb_path *path, int num_tensors, eb_pair *slots)
+{
+    int n = num_tensors + path->num_steps;
+    int *tree = calloc((size_t)n + 1, sizeof *tree);
+    if (!tree)
+        return -1;
+    int top = 1;
+    while (top * 2 <= n)
+        top *= 2;
+    for (int k = 0; k < num_tensors; k++)
+        fenwick_add(tree, n, k, 1);
+    for (int s = 0; s < path->num_steps; s++) {
+        int a = fenwick_find(tree, n, top, path->steps[s].i + 1);
+        int b = fenwick_find(tree, n, top, path->steps[s].j + 1);
+        slots[s].i = a;
+        slots[s].j = b;
+        fenwick_add(tree, n, a, -1);
+        fenwick_add(tree, n, b, -1);
+        fenwick_add(tree, n, num_tensors + s, 1);
+    }
+    free(tree);
+    return 0;
+}
+
 int eb_path_equal(const eb_path *a, const eb_path *b)
 {
     if (a->num_steps != b->num_steps)

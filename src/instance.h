@@ -96,6 +96,17 @@ eb_status eb_path_validate(const eb_path *path, int num_tensors,
                            const char *file, const char *field,
                            eb_error *err);
 
+/*
+ * The operand slots of each step of a valid linear path: inputs are slots
+ * 0..num_tensors-1, the result of step s is slot num_tensors + s. The live
+ * list is always in ascending slot order (results are appended), so
+ * position p is the (p+1)-th live slot: found in O(log n) with a Fenwick
+ * tree, O(steps log n) in all (a list with memmove is O(n^2)).
+ * slots[s] = {slot at position i, slot at position j}. Returns 0, or -1
+ * when out of memory.
+ */
+int eb_path_slots(const eb_path *path, int num_tensors, eb_pair *slots);
+
 /* Same path (same steps) as another? */
 int eb_path_equal(const eb_path *a, const eb_path *b);
 

@@ -230,9 +230,10 @@ static eb_status get_int(const char *file, const char *field, const cJSON *v,
     if (!isfinite(d) || d != floor(d))
         return eb_error_set(err, EB_ERR_INVALID,
                             "%s: %s: %g is not an integer", file, field, d);
+    /* %.15g: a huge value (1e300) is not printed as 301 digits. */
     if (d < lo || d > hi)
         return eb_error_set(err, EB_ERR_INVALID,
-                            "%s: %s: %.0f out of range (expected %.0f..%.0f)",
+                            "%s: %s: %.15g out of range (expected %.0f..%.0f)",
                             file, field, d, lo, hi);
     *out = (int64_t)d;
     return EB_OK;
@@ -473,7 +474,7 @@ static eb_status read_shapes(const char *file, const cJSON *root,
             if (cJSON_IsNumber(v) && v->valuedouble < 1 &&
                 v->valuedouble == floor(v->valuedouble))
                 st = eb_error_set(err, EB_ERR_INVALID,
-                                  "%s: %s: size %.0f (expected a positive "
+                                  "%s: %s: size %.15g (expected a positive "
                                   "integer)", file, field, v->valuedouble);
             else
                 st = get_int(file, field, v, 1, (double)EB_MAX_ELEMS,

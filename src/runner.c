@@ -610,7 +610,9 @@ static void run_instance(runner *r, const char *file)
     if (fits && !o->verify_only)
         st = eb_operands_create(inst, &o->fill, &ops, &err);
     if (fits && !st && (o->verify_only || o->check))
-        st = eb_checker_create(inst, ps, o->check_seed, o->threads,
+        st = eb_checker_create(inst, ps, o->check_seed,
+                               o->fill.kind == EB_FILL_NPY ? &o->fill : NULL,
+                               o->threads,
                                !o->no_fuse, &chk, &err);
     if (st)
         input_error(r, &err);

@@ -60,7 +60,9 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
         return st;
     eb_schedule *s = calloc(1, sizeof *s);
     int nslots = n + path->num_steps;
-    int *live = malloc((size_t)nslots * sizeof *live);
+    /* Each step's operand slots, O(steps log n) (instance.h). */
+    eb_pair *live = malloc((size_t)(path->num_steps ? path->num_steps : 1) *
+                           sizeof *live);
     int *refcount = calloc((size_t)(inst->num_labels ? inst->num_labels : 1),
                            sizeof *refcount);
     /* slot -> (rank, ids) */
@@ -73,7 +75,7 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
                               EB_MAX_RANK * sizeof(int));
     }
     if (!s || !live || !refcount || !slot_rank || !slot_ids || !s->steps ||
-        !s->ids_pool_) {
+        !s->ids_pool_ || eb_path_slots(path, n, live) != 0) {
         st = eb_error_set(err, EB_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -84,17 +86,15 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
         int nu = eb_unique_labels(inst->inputs[k].ids, inst->inputs[k].rank, u);
         for (int q = 0; q < nu; q++)
             refcount[u[q]]++;
-        live[k] = k;
         slot_rank[k] = inst->inputs[k].rank;
         slot_ids[k] = inst->inputs[k].ids;
     }
     for (int q = 0; q < inst->output.rank; q++)
         refcount[inst->output.ids[q]]++;
-    int nlive = n;
     double max_elems = 0;
     for (int t = 0; t < path->num_steps; t++) {
         int pi = path->steps[t].i, pj = path->steps[t].j;
-        int a = live[pi], b = live[pj];
+        int a = live[t].i, b = live[t].j;
         eb_sched_step *st_ = &s->steps[t];
         int *ids = s->ids_pool_ + (size_t)t * EB_MAX_RANK;
         int kept[2 * EB_MAX_RANK];
@@ -144,7 +144,7 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
         s->total_flops += st_->flops;
         if (oel > max_elems)
             max_elems = oel;
-        /* Update the live list: remove pi and pj, append the result. */
+        /* Labels of the live operands: a and b go, the result comes. */
         int ua[EB_MAX_RANK];
         int na = eb_unique_labels(slot_ids[a], slot_rank[a], ua);
         for (int q = 0; q < na; q++)
@@ -154,12 +154,7 @@ eb_status eb_schedule_build(const eb_instance *inst, const eb_path *path,
             refcount[ua[q]]--;
         for (int q = 0; q < r; q++)
             refcount[ids[q]]++;
-        int hi = pi > pj ? pi : pj, lo = pi > pj ? pj : pi;
-        memmove(live + hi, live + hi + 1, (size_t)(nlive - hi - 1) * sizeof(int));
-        memmove(live + lo, live + lo + 1, (size_t)(nlive - lo - 2) * sizeof(int));
-        nlive -= 2;
         int slot = n + t;
-        live[nlive++] = slot;
         slot_rank[slot] = r;
         slot_ids[slot] = ids;
     }

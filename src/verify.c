@@ -9,10 +9,16 @@
 #include "operands.h"
 #include "pathfind.h"
 #include "refeinsum.h"
+#include "schedule.h"
 #include "scope.h"
 
 /* About two seconds of the naive loop on this machine class. */
 #define NAIVE_LIMIT 3e9
+/* The stepwise naive reference: flops of the path (opt_einsum count) up
+ * to this: a few seconds on this machine class (the odometer costs
+ * several ns per multiply-add on small labels, so the largest public
+ * instances, 1e9..5e10 flops, still fall back to another order). */
+#define STEPWISE_LIMIT 5e8
 
 typedef struct {
     eb_path path;       /* the alternative order (owned copy) */
@@ -28,6 +34,9 @@ struct eb_checker {
     eb_operands *ops;
     int64_t out_elems;
     double *naive;      /* naive reference, NULL until computed */
+    double *stepwise;   /* naive pairwise reference, NULL until computed */
+    char stepwise_name[96];
+    int stepwise_tried;
     alt_ref alts[4];
     int nalts;
     int alts_ready;
@@ -36,8 +45,8 @@ struct eb_checker {
 double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
 
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, int fuse,
-                            eb_checker **out,
+                            uint64_t seed, const eb_fill *inputs,
+                            int threads, int fuse, eb_checker **out,
                             eb_error *err)
 {
     *out = NULL;
@@ -48,7 +57,8 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     c->ps = ps;
     c->threads = threads;
     c->fuse = fuse;
-    eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
+    eb_fill fill = inputs ? *inputs
+                          : (eb_fill){.kind = EB_FILL_RANDOM, .seed = seed};
     eb_status st = eb_operands_create(inst, &fill, &c->ops, err);
     if (st) {
         free(c);
@@ -67,6 +77,7 @@ void eb_checker_destroy(eb_checker *c)
         return;
     eb_operands_destroy(c->ops);
     free(c->naive);
+    free(c->stepwise);
     for (int k = 0; k < c->nalts; k++) {
         eb_path_free(&c->alts[k].path);
         free(c->alts[k].out);
@@ -164,6 +175,34 @@ static eb_status collect_alts(eb_checker *c, eb_error *err)
     return EB_OK;
 }
 
+/* The naive loop run pairwise along the first stored path (refeinsum.h):
+ * no engine code at all, affordable far beyond the whole-einsum loop. */
+static eb_status stepwise_reference(eb_checker *c, eb_error *err)
+{
+    c->stepwise_tried = 1;
+    if (!c->ps || c->ps->count == 0)
+        return EB_OK;
+    const eb_path *p = &c->ps->paths[0];
+    eb_schedule *sched;
+    eb_status st = eb_schedule_build(c->inst, p, &sched, err);
+    if (st)
+        return st;
+    if (eb_ref_pairwise_cost(c->inst, sched) <= STEPWISE_LIMIT) {
+        c->stepwise = malloc((size_t)c->out_elems * sizeof(double));
+        st = c->stepwise ? eb_ref_pairwise(c->inst, sched, c->ops->views,
+                                           c->stepwise, err)
+                         : eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+        if (st) {
+            free(c->stepwise);
+            c->stepwise = NULL;
+        }
+        snprintf(c->stepwise_name, sizeof c->stepwise_name,
+                 "naive stepwise (path %s)", p->strategy);
+    }
+    eb_schedule_destroy(sched);
+    return st;
+}
+
 static eb_status reference_for(eb_checker *c, const eb_path *path,
                                const double **ref, const char **name,
                                eb_error *err)
@@ -180,6 +219,16 @@ static eb_status reference_for(eb_checker *c, const eb_path *path,
         }
         *ref = c->naive;
         *name = "naive";
+        return EB_OK;
+    }
+    if (!c->stepwise_tried) {
+        eb_status st = stepwise_reference(c, err);
+        if (st)
+            return st;
+    }
+    if (c->stepwise) {
+        *ref = c->stepwise;
+        *name = c->stepwise_name;
         return EB_OK;
     }
     if (!c->alts_ready) {

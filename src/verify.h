@@ -4,7 +4,10 @@
  *
  * Each instance gets its own seeded random inputs. A result is compared
  * against the naive reference einsum when that is affordable; otherwise
- * against the same einsum contracted in a different order: another stored
+ * against the naive loop applied pairwise along the first stored path
+ * ("naive stepwise", refeinsum.h: no engine code, so a fault in a kernel
+ * cannot pass by agreeing with itself); beyond that against the same
+ * einsum contracted in a different order by the engine: another stored
  * path that differs, or a path the tool derives (the path finder). A result
  * with no independent reference is "unverified", never "passed". The error
  * measure is max |x - ref| / max |ref|; it passes at <= EB_CHECK_TOL.
@@ -18,6 +21,7 @@
 #include <stdint.h>
 
 #include "exec.h"
+#include "operands.h"
 
 #define EB_CHECK_TOL 1e-9
 
@@ -25,14 +29,18 @@ typedef struct eb_checker eb_checker;
 
 typedef struct {
     double max_rel_err;     /* NaN when unverified */
-    char reference[96];     /* "naive", "path opt_size", "path derived-size" */
+    char reference[96];     /* "naive", "naive stepwise (path opt_flops)",
+                               "path opt_size", "path derived-size" */
     const char *status;     /* "passed", "failed", "unverified" */
 } eb_check_outcome;
 
-/* fuse: trace mode fuses steps as a run does (fuse.h defaults), or not. */
+/* fuse: trace mode fuses steps as a run does (fuse.h defaults), or not.
+ * inputs: the operands to check with (--inputs DIR), or NULL for the
+ * seeded random ones. */
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
-                            uint64_t seed, int threads, int fuse,
-                            eb_checker **out, eb_error *err);
+                            uint64_t seed, const eb_fill *inputs,
+                            int threads, int fuse, eb_checker **out,
+                            eb_error *err);
 void eb_checker_destroy(eb_checker *c);
 
 /* Run (path, mode) once on the checker's inputs and compare. A failed
