@@ -81,16 +81,145 @@ double eb_ref_pairwise_cost(const eb_instance *inst, const eb_schedule *sched)
     return c;
 }
 
-/* out (compact, labels out_ids) = sum over the other labels of a * b.
- * Innermost label in its own loop; the rest by an odometer. */
-static void ref_pair(const eb_instance *inst, const ref_operand *a,
-                     const ref_operand *b, const int *out_ids, int out_rank,
-                     double *out, int64_t out_elems)
+/* One dimension of a strided copy: its size and its step in the source
+ * and in the destination (0 in the destination: summed into place). */
+typedef struct {
+    int64_t size, src, dst;
+} ref_dim;
+
+/* dst[...] += src[...] over every index of dims[0..nd) (odometer, the last
+ * dimension innermost): gathers, sums out and scatters. */
+static void ref_copy(const ref_dim *dims, int nd, const double *src,
+                     double *dst)
 {
-    int u[2 * EB_MAX_RANK], nu = 0;
-    int64_t sa[2 * EB_MAX_RANK] = {0}, sb[2 * EB_MAX_RANK] = {0},
-            so[2 * EB_MAX_RANK] = {0}, size[2 * EB_MAX_RANK];
+    if (nd == 0) {
+        dst[0] += src[0];
+        return;
+    }
+    int64_t idx[2 * EB_MAX_RANK] = {0}, os = 0, od = 0;
+    const ref_dim *in = &dims[nd - 1];
+    for (;;) {
+        for (int64_t i = 0; i < in->size; i++)
+            dst[od + i * in->dst] += src[os + i * in->src];
+        int q = nd - 2;
+        for (; q >= 0; q--) {
+            os += dims[q].src, od += dims[q].dst;
+            if (++idx[q] < dims[q].size)
+                break;
+            os -= dims[q].src * dims[q].size, od -= dims[q].dst * dims[q].size;
+            idx[q] = 0;
+        }
+        if (q < 0)
+            break;
+    }
+}
+
+enum { REF_KB = 128, REF_JB = 512 };
+
+/* One batch, c[M][N] += a[M][K] * b[K][N]: i-k-j over blocks of k and j
+ * with the contiguous j loop innermost (the compiler vectorizes it). */
+static void ref_gemm_ikj(int64_t m, int64_t n, int64_t k,
+                         const double *restrict a, const double *restrict b,
+                         double *restrict c)
+{
+    for (int64_t j0 = 0; j0 < n; j0 += REF_JB) {
+        int64_t j1 = j0 + REF_JB < n ? j0 + REF_JB : n;
+        for (int64_t k0 = 0; k0 < k; k0 += REF_KB) {
+            int64_t k1 = k0 + REF_KB < k ? k0 + REF_KB : k;
+            for (int64_t i = 0; i < m; i++) {
+                double *restrict ci = c + i * n;
+                for (int64_t kk = k0; kk < k1; kk++) {
+                    const double aik = a[i * k + kk];
+                    const double *restrict bk = b + kk * n;
+                    for (int64_t j = j0; j < j1; j++)
+                        ci[j] += aik * bk[j];
+                }
+            }
+        }
+    }
+}
+
+/* One batch, c[M][N] += a[M][K] . bt[N][K] (dot products, k innermost, four
+ * partial sums): for narrow M and N, where the i-k-j inner run is short. */
+static void ref_gemm_dot(int64_t m, int64_t n, int64_t k,
+                         const double *restrict a, const double *restrict bt,
+                         double *restrict c)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const double *ai = a + i * k, *bj = bt + j * k;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            int64_t kk = 0;
+            for (; kk + 4 <= k; kk += 4) {
+                s0 += ai[kk] * bj[kk];
+                s1 += ai[kk + 1] * bj[kk + 1];
+                s2 += ai[kk + 2] * bj[kk + 2];
+                s3 += ai[kk + 3] * bj[kk + 3];
+            }
+            for (; kk < k; kk++)
+                s0 += ai[kk] * bj[kk];
+            c[i * n + j] += (s0 + s1) + (s2 + s3);
+        }
+}
+
+/* Label roles in one step: kept in both, free in a or b only (kept),
+ * contracted (both, not kept), summed out of a or b alone. */
+enum { R_BATCH, R_FREE_A, R_FREE_B, R_CONTR, R_SUM_A, R_SUM_B, R_NONE };
+
+/* One label of a step: size, steps in a, b and the output, role. */
+typedef struct {
+    int64_t size, step[3];
+    int role;
+} ref_label;
+
+/* Copy dims for one compact layout: first the labels of sum_role (summed,
+ * outermost), then those of roles[0..nr) in that order, the last varying
+ * fastest; `from` picks the strided side (0 a, 1 b, 2 output). Returns the
+ * compact size. */
+static int64_t ref_layout(const ref_label *lab, int nu, int from,
+                          const int *roles, int nr, int sum_role,
+                          ref_dim *dims, int *nd)
+{
+    int n = 0;
+    for (int q = 0; q < nu; q++)
+        if (lab[q].role == sum_role)
+            dims[n++] = (ref_dim){lab[q].size, lab[q].step[from], 0};
+    int first = n;
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nu; q++)
+            if (lab[q].role == roles[r])
+                dims[n++] = (ref_dim){lab[q].size, lab[q].step[from], 0};
+    int64_t kept = 1;
+    for (int x = n - 1; x >= first; x--) {
+        dims[x].dst = kept;
+        kept *= dims[x].size;
+    }
+    *nd = n;
+    return kept;
+}
+
+static int64_t role_size(const ref_label *lab, int nu, int role)
+{
+    int64_t s = 1;
+    for (int q = 0; q < nu; q++)
+        if (lab[q].role == role)
+            s *= lab[q].size;
+    return s;
+}
+
+/* out (compact, labels out_ids) = sum over the other labels of a * b:
+ * gather each operand compact as [batch][free][contracted] (labels only
+ * one operand has and the output lacks are summed in the gather), multiply
+ * batch by batch, scatter into the output's layout. Own loops only. */
+static eb_status ref_pair(const eb_instance *inst, const ref_operand *a,
+                          const ref_operand *b, const int *out_ids,
+                          int out_rank, double *out, int64_t out_elems,
+                          eb_error *err)
+{
+    ref_label lab[2 * EB_MAX_RANK];
+    int u[2 * EB_MAX_RANK], in[2 * EB_MAX_RANK] = {0}, nu = 0;
     const ref_operand *ops[2] = {a, b};
+    memset(lab, 0, sizeof lab);
     for (int k = 0; k < 2; k++)
         for (int x = 0; x < ops[k]->rank; x++) {
             int l = ops[k]->ids[x], q = 0;
@@ -98,49 +227,67 @@ static void ref_pair(const eb_instance *inst, const ref_operand *a,
                 q++;
             if (q == nu) {
                 u[nu] = l;
-                size[nu++] = inst->label_size[l];
+                lab[nu++].size = inst->label_size[l];
             }
-            (k ? sb : sa)[q] += ops[k]->stride[x];
+            lab[q].step[k] += ops[k]->stride[x];
+            in[q] |= 1 << k;
         }
     int64_t st = 1;
     for (int x = out_rank - 1; x >= 0; x--) {
         for (int q = 0; q < nu; q++)
-            if (u[q] == out_ids[x])
-                so[q] = st;
+            if (u[q] == out_ids[x]) {
+                lab[q].step[2] = st;
+                in[q] |= 4;
+            }
         st *= inst->label_size[out_ids[x]];
     }
-    /* The longest label runs innermost: fewer odometer turns. */
-    for (int q = 0; q + 1 < nu; q++)
-        if (size[q] > size[nu - 1]) {
-            int64_t *arr[4] = {sa, sb, so, size};
-            for (int k = 0; k < 4; k++) {
-                int64_t t = arr[k][q];
-                arr[k][q] = arr[k][nu - 1];
-                arr[k][nu - 1] = t;
-            }
-        }
+    static const int role_of[8] = {R_NONE, R_SUM_A, R_SUM_B, R_CONTR,
+                                   R_NONE, R_FREE_A, R_FREE_B, R_BATCH};
+    for (int q = 0; q < nu; q++)
+        lab[q].role = role_of[in[q]];
+    int64_t nb = role_size(lab, nu, R_BATCH), m = role_size(lab, nu, R_FREE_A),
+            n = role_size(lab, nu, R_FREE_B), k = role_size(lab, nu, R_CONTR);
+    /* x: the operand whose free labels are the rows of c. The i-k-j loop
+     * wants the wider free side innermost; two narrow sides take dots. */
+    int dot = m < 16 && n < 16, x = !dot && n < m;
+    int fx = x ? R_FREE_B : R_FREE_A, fy = x ? R_FREE_A : R_FREE_B;
+    int64_t rows = x ? n : m, cols = x ? m : n;
+    const int rx[3] = {R_BATCH, fx, R_CONTR},
+              ry[3] = {R_BATCH, dot ? fy : R_CONTR, dot ? R_CONTR : fy},
+              rc[3] = {R_BATCH, fx, fy};
+    ref_dim dx[2 * EB_MAX_RANK], dy[2 * EB_MAX_RANK], dc[2 * EB_MAX_RANK];
+    int ndx, ndy, ndc;
+    int64_t ex = ref_layout(lab, nu, x, rx, 3, x ? R_SUM_B : R_SUM_A, dx, &ndx);
+    int64_t ey = ref_layout(lab, nu, !x, ry, 3, x ? R_SUM_A : R_SUM_B, dy,
+                            &ndy);
+    int64_t ec = ref_layout(lab, nu, 2, rc, 3, R_NONE, dc, &ndc);
+    for (int q = 0; q < ndc; q++) { /* scatter: compact c to out */
+        int64_t t = dc[q].src;
+        dc[q].src = dc[q].dst;
+        dc[q].dst = t;
+    }
+    double *gx = calloc((size_t)ex, sizeof *gx),
+           *gy = calloc((size_t)ey, sizeof *gy),
+           *gc = calloc((size_t)ec, sizeof *gc);
+    if (!gx || !gy || !gc) {
+        free(gx);
+        free(gy);
+        free(gc);
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory for a "
+                            "reference step");
+    }
+    ref_copy(dx, ndx, ops[x]->data, gx);
+    ref_copy(dy, ndy, ops[!x]->data, gy);
+    for (int64_t t = 0; t < nb; t++)
+        (dot ? ref_gemm_dot : ref_gemm_ikj)(rows, cols, k, gx + t * rows * k,
+                                            gy + t * cols * k,
+                                            gc + t * rows * cols);
     memset(out, 0, (size_t)out_elems * sizeof(double));
-    if (nu == 0) {
-        out[0] = a->data[0] * b->data[0];
-        return;
-    }
-    int in = nu - 1;
-    int64_t idx[2 * EB_MAX_RANK] = {0}, oa = 0, ob = 0, oo = 0;
-    for (;;) {
-        for (int64_t i = 0; i < size[in]; i++)
-            out[oo + i * so[in]] += a->data[oa + i * sa[in]] *
-                                    b->data[ob + i * sb[in]];
-        int q = in - 1;
-        for (; q >= 0; q--) {
-            oa += sa[q], ob += sb[q], oo += so[q];
-            if (++idx[q] < size[q])
-                break;
-            oa -= sa[q] * size[q], ob -= sb[q] * size[q], oo -= so[q] * size[q];
-            idx[q] = 0;
-        }
-        if (q < 0)
-            break;
-    }
+    ref_copy(dc, ndc, gc, out);
+    free(gx);
+    free(gy);
+    free(gc);
+    return EB_OK;
 }
 
 eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
@@ -179,8 +326,8 @@ eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
                               (long long)elems);
             break;
         }
-        ref_pair(inst, &op[0], &op[1], s->out_ids, s->out_rank, buf[t],
-                 elems);
+        st = ref_pair(inst, &op[0], &op[1], s->out_ids, s->out_rank, buf[t],
+                      elems, err);
         for (int k = 0; k < 2; k++)
             if (slot[k] >= n) {
                 free(buf[slot[k] - n]);
