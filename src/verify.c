@@ -14,11 +14,13 @@
 
 /* About two seconds of the naive loop on this machine class. */
 #define NAIVE_LIMIT 3e9
-/* The stepwise naive reference: flops of the path (opt_einsum count) up
- * to this: a few seconds on this machine class (the odometer costs
- * several ns per multiply-add on small labels, so the largest public
- * instances, 1e9..5e10 flops, still fall back to another order). */
-#define STEPWISE_LIMIT 5e8
+/* The stepwise reference (refeinsum.h: gather, blocked multiply, scatter,
+ * no engine code): flops of the path (opt_einsum count) up to this, about
+ * a minute at its 2..4 GFLOP/s on this machine class, enough for every
+ * public instance. $EB_CHECK_STEPWISE_MAX_FLOPS overrides it (tests use a
+ * smaller cap; 0 turns the stepwise reference off). */
+#define STEPWISE_LIMIT 2e11
+#define STEPWISE_ENV "EB_CHECK_STEPWISE_MAX_FLOPS"
 
 typedef struct {
     eb_path path;       /* the alternative order (owned copy) */
@@ -43,6 +45,21 @@ struct eb_checker {
 };
 
 double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
+
+eb_status eb_check_stepwise_limit(double *limit, eb_error *err)
+{
+    *limit = STEPWISE_LIMIT;
+    const char *v = getenv(STEPWISE_ENV);
+    if (!v)
+        return EB_OK;
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0) || isinf(x))
+        return eb_error_set(err, EB_ERR_USAGE, "%s: '%s' is not a number of "
+                            "flops >= 0", STEPWISE_ENV, v);
+    *limit = x;
+    return EB_OK;
+}
 
 eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
                             uint64_t seed, const eb_fill *inputs,
@@ -183,11 +200,15 @@ static eb_status stepwise_reference(eb_checker *c, eb_error *err)
     if (!c->ps || c->ps->count == 0)
         return EB_OK;
     const eb_path *p = &c->ps->paths[0];
-    eb_schedule *sched;
-    eb_status st = eb_schedule_build(c->inst, p, &sched, err);
+    double limit;
+    eb_status st = eb_check_stepwise_limit(&limit, err);
     if (st)
         return st;
-    if (eb_ref_pairwise_cost(c->inst, sched) <= STEPWISE_LIMIT) {
+    eb_schedule *sched;
+    st = eb_schedule_build(c->inst, p, &sched, err);
+    if (st)
+        return st;
+    if (eb_ref_pairwise_cost(c->inst, sched) <= limit) {
         c->stepwise = malloc((size_t)c->out_elems * sizeof(double));
         st = c->stepwise ? eb_ref_pairwise(c->inst, sched, c->ops->views,
                                            c->stepwise, err)

@@ -50,5 +50,8 @@ eb_status eb_checker_verify(eb_checker *c, const eb_path *path, eb_mode mode,
 
 /* Largest naive-reference cost (multiply-adds) the checker will pay. */
 double eb_check_naive_limit(void);
+/* The stepwise reference's cap in path flops: 2e11, or
+ * $EB_CHECK_STEPWISE_MAX_FLOPS (an error if that is not a number >= 0). */
+eb_status eb_check_stepwise_limit(double *limit, eb_error *err);
 
 #endif
