@@ -136,6 +136,17 @@ static const char exit_text[] =
     "exit status: 0 ok, 1 a measurement or check failed, 2 usage or input "
     "error\n";
 
+/* check's references, for `check --help` (verify.h). */
+static const char check_refs_text[] =
+    "each result names its reference, the first affordable of:\n"
+    "  naive                    the whole einsum as one loop (up to 3e9\n"
+    "                           multiply-adds)\n"
+    "  naive stepwise (path S)  the first stored path S step by step with\n"
+    "                           its own loops, no engine code (up to 2e11\n"
+    "                           path flops, or $EB_CHECK_STEPWISE_MAX_FLOPS;\n"
+    "                           within --max-memory)\n"
+    "  path S                   another order run by the engine\n";
+
 typedef struct {
     eb_run_opts run;
     const char *json;
@@ -442,6 +453,8 @@ static int command_help(const cmd_spec *cmd)
         printf("\noptions:\n");
         print_options(stdout, cmd->bit, 0);
     }
+    if (cmd->bit == C_CHECK)
+        printf("\n%s", check_refs_text);
     printf("\n%s", exit_text);
     return 0;
 }

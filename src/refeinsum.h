@@ -20,11 +20,16 @@ eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
                         double *out, eb_error *err);
 
 /*
- * The naive loop applied pairwise along a path's schedule: each step is
- * its own odometer over the labels of its two operands (inputs as the
- * views give them, intermediates compact in the schedule's canonical
- * order). No code is shared with the engine's kernels, so it is an
- * independent reference for instances too large for eb_ref_einsum.
+ * The path's schedule executed step by step with this file's own loops:
+ * each step gathers its two operands (inputs as the views give them,
+ * intermediates compact in the schedule's canonical order) into compact
+ * [batch][free][contracted] buffers with plain index loops, summing out
+ * labels only one operand has; multiplies batch by batch with a blocked
+ * i-k-j loop (or dot products when both free sides are narrow); and
+ * scatters into the kept-label layout. No code is shared with the engine's
+ * kernels, permutations or BLAS, so it is an independent reference for
+ * instances too large for eb_ref_einsum (2..4 GFLOP/s here). Its buffers
+ * stay within budget.h's bound for the same schedule.
  */
 double eb_ref_pairwise_cost(const eb_instance *inst, const eb_schedule *sched);
 eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,

@@ -614,6 +614,8 @@ static void run_instance(runner *r, const char *file)
                                o->fill.kind == EB_FILL_NPY ? &o->fill : NULL,
                                o->threads,
                                !o->no_fuse, &chk, &err);
+    if (chk)
+        eb_checker_set_max_memory(chk, (double)o->max_memory_bytes);
     if (st)
         input_error(r, &err);
     else

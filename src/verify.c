@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "operands.h"
 #include "pathfind.h"
 #include "refeinsum.h"
@@ -39,6 +40,8 @@ struct eb_checker {
     double *stepwise;   /* naive pairwise reference, NULL until computed */
     char stepwise_name[96];
     int stepwise_tried;
+    double max_bytes;   /* the stepwise reference's memory cap */
+    double max_flops;   /* and its flops cap */
     alt_ref alts[4];
     int nalts;
     int alts_ready;
@@ -74,9 +77,15 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     c->ps = ps;
     c->threads = threads;
     c->fuse = fuse;
+    c->max_bytes = INFINITY;
+    eb_status st = eb_check_stepwise_limit(&c->max_flops, err);
+    if (st) {
+        free(c);
+        return st;
+    }
     eb_fill fill = inputs ? *inputs
                           : (eb_fill){.kind = EB_FILL_RANDOM, .seed = seed};
-    eb_status st = eb_operands_create(inst, &fill, &c->ops, err);
+    st = eb_operands_create(inst, &fill, &c->ops, err);
     if (st) {
         free(c);
         return st;
@@ -86,6 +95,11 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
         c->out_elems *= inst->label_size[inst->output.ids[a]];
     *out = c;
     return EB_OK;
+}
+
+void eb_checker_set_max_memory(eb_checker *c, double bytes)
+{
+    c->max_bytes = bytes;
 }
 
 void eb_checker_destroy(eb_checker *c)
@@ -200,15 +214,17 @@ static eb_status stepwise_reference(eb_checker *c, eb_error *err)
     if (!c->ps || c->ps->count == 0)
         return EB_OK;
     const eb_path *p = &c->ps->paths[0];
-    double limit;
-    eb_status st = eb_check_stepwise_limit(&limit, err);
-    if (st)
-        return st;
     eb_schedule *sched;
-    st = eb_schedule_build(c->inst, p, &sched, err);
+    eb_status st = eb_schedule_build(c->inst, p, &sched, err);
     if (st)
         return st;
-    if (eb_ref_pairwise_cost(c->inst, sched) <= limit) {
+    /* Its buffers are those budget.h counts for the path (gathered
+     * operands as the compact copies, the multiply's result as the
+     * scratch), plus the result it is compared with. */
+    double bytes = eb_budget_peak(c->inst, sched) +
+                   (double)c->out_elems * sizeof(double);
+    if (eb_ref_pairwise_cost(c->inst, sched) <= c->max_flops &&
+        bytes <= c->max_bytes) {
         c->stepwise = malloc((size_t)c->out_elems * sizeof(double));
         st = c->stepwise ? eb_ref_pairwise(c->inst, sched, c->ops->views,
                                            c->stepwise, err)

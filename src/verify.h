@@ -43,6 +43,11 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
                             eb_error *err);
 void eb_checker_destroy(eb_checker *c);
 
+/* The stepwise reference is skipped (another order is used) when its
+ * peak bytes (budget.h's bound for the first stored path, plus the result
+ * it is compared with) exceed `bytes`; default unlimited. */
+void eb_checker_set_max_memory(eb_checker *c, double bytes);
+
 /* Run (path, mode) once on the checker's inputs and compare. A failed
  * comparison is not an error status: see out->status. */
 eb_status eb_checker_verify(eb_checker *c, const eb_path *path, eb_mode mode,
