@@ -4,9 +4,10 @@
  *
  * Each instance gets its own seeded random inputs. A result is compared
  * against the naive reference einsum when that is affordable; otherwise
- * against the naive loop applied pairwise along the first stored path
- * ("naive stepwise", refeinsum.h: no engine code, so a fault in a kernel
- * cannot pass by agreeing with itself); beyond that against the same
+ * against the first stored path executed step by step by refeinsum.h's
+ * own gather, multiply and scatter loops ("naive stepwise", up to 2e11 path
+ * flops and within the memory budget: no engine code, so a fault in a
+ * kernel cannot pass by agreeing with itself); beyond that against the same
  * einsum contracted in a different order by the engine: another stored
  * path that differs, or a path the tool derives (the path finder). A result
  * with no independent reference is "unverified", never "passed". The error
