@@ -270,9 +270,16 @@ eb_status eb_instance_build(const char *file, const char *name,
     if (strstr(arrow + 2, "->"))
         return eb_error_set(err, EB_ERR_INVALID,
                             "%s: format_string: more than one '->'", file);
+    eb_dtype dt;
+    if (eb_dtype_parse(dtype, &dt) != 0)
+        return eb_error_set(err, EB_ERR_INVALID,
+                            "%s: dtype: '%s' is not a dtype (expected "
+                            "float64, float32, complex128 or complex64)",
+                            file, dtype);
     eb_instance *inst = calloc(1, sizeof *inst);
     if (!inst)
         return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory", file);
+    inst->dt = dt;
     inst->file = strdup(file);
     inst->name = strdup(name);
     inst->format_string = strdup(format_string);

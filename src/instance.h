@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
+
 #include "status.h"
 
 enum { EB_MAX_RANK = 64 };
@@ -50,7 +52,8 @@ typedef struct {
     char *name;
     char *file;             /* where it was loaded from (for messages) */
     char *format_string;
-    char *dtype;
+    char *dtype;            /* as the file spells it */
+    eb_dtype dt;            /* the same, parsed */
     char *intent;           /* NULL when absent */
     int num_tensors;
     eb_term *inputs;        /* num_tensors operands */
