@@ -348,11 +348,12 @@ static eb_kind pick_kind(const eb_plan *p)
     return EB_KIND_GEMM;
 }
 
-/* An xform from `in` into the compact layout `out`, summing `sum`. */
-static void make_xform(const axes *in, const axes *out, const group *sum,
-                       eb_xform *x)
+/* An xform of elements of dt from `in` into the compact layout `out`,
+ * summing `sum`. */
+static void make_xform(eb_dtype dt, const axes *in, const axes *out,
+                       const group *sum, eb_xform *x)
 {
-    x->dt = EB_F64; /* TODO(D1, issue 17): the plan's dtype */
+    x->dt = dt;
     x->rank = out->n;
     for (int d = 0; d < out->n; d++) {
         x->shape[d] = out->size[d];
@@ -503,8 +504,8 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
-static void engine_perm(const axes *c, const axes *la, const axes *lb,
-                        eb_perm *ew)
+static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
+                        const axes *lb, eb_perm *ew)
 {
     int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sa[EB_MAX_RANK],
         sb[EB_MAX_RANK];
@@ -514,7 +515,7 @@ static void engine_perm(const axes *c, const axes *la, const axes *lb,
         sa[d] = stride_of(la, c->id[d]);
         sb[d] = stride_of(lb, c->id[d]);
     }
-    eb_perm_plan(ew, c->n, shape, so, sa, sb);
+    eb_perm_plan_dt(ew, dt, c->n, shape, so, sa, sb);
 }
 
 /* Operands at most this fraction of the output are worth permuting into
@@ -532,7 +533,7 @@ enum { ENGINE_PREP_RATIO = 4 };
 static void plan_engine(const layout *L, const axes *ax, const group *sum,
                         const int64_t *label_size, eb_plan *p)
 {
-    engine_perm(&L->c, &L->lay[0], &L->lay[1], &p->ew);
+    engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
     if (p->ew.mode == EB_PERM_ROW)
         return;
     axes lay[2];
@@ -547,7 +548,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
         moved += ax[s].elems;
     }
     eb_perm alt;
-    engine_perm(&L->c, &lay[0], &lay[1], &alt);
+    engine_perm(p->dt, &L->c, &lay[0], &lay[1], &alt);
     if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
         return;
     p->ew = alt;
@@ -557,7 +558,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
             same = stride_of(&L->lay[s], lay[s].id[d]) == lay[s].stride[d];
         if (same && !p->prep[s])
             continue; /* already in the output's order */
-        make_xform(&ax[s], &lay[s], &sum[s], &p->xf[s]);
+        make_xform(p->dt, &ax[s], &lay[s], &sum[s], &p->xf[s]);
         p->prep[s] = 1;
         p->prep_elems[s] = lay[s].elems;
     }
@@ -652,7 +653,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     for (int s = 0; s < (b ? 2 : 1); s++) {
         p->prep[s] = best.prep[s];
         if (p->prep[s]) {
-            make_xform(&ax[s], &best.lay[s], &sum[s], &p->xf[s]);
+            make_xform(p->dt, &ax[s], &best.lay[s], &sum[s], &p->xf[s]);
             p->prep_elems[s] = best.lay[s].elems;
         }
     }
@@ -672,12 +673,12 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     const axes *kc = p->post ? &best.tmp : &best.c;
     if (p->post) {
         group none = {0};
-        make_xform(&best.tmp, &best.c, &none, &p->xf_post);
+        make_xform(p->dt, &best.tmp, &best.c, &none, &p->xf_post);
         p->tmp_elems = best.tmp.elems;
     }
     if (p->kind == EB_KIND_COPY) {
         /* The prep xform writes the output directly. */
-        make_xform(&ax[0], &best.c, &sum[0], &p->xf[0]);
+        make_xform(p->dt, &ax[0], &best.c, &sum[0], &p->xf[0]);
         p->prep[0] = 0;
         p->prep_elems[0] = 0;
         p->post = 0;

@@ -64,9 +64,12 @@ static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const void *a,
 }
 
 /* One batch element of the main kernel. cnt may be NULL (a part of a
- * split run: its caller counts the BLAS calls). */
-static void kernel_one(const eb_plan *p, const void *a, const void *b,
-                       void *c, eb_exec_counters *cnt)
+ * split run: its caller counts the BLAS calls). Inlined into the loop over
+ * batch elements, as before dtypes (a call per element showed in the
+ * callgrind window of the lm instance: +0.08% instructions). */
+__attribute__((always_inline)) static inline void
+kernel_one(const eb_plan *p, const void *a, const void *b, void *c,
+           eb_exec_counters *cnt)
 {
     switch (p->kind) {
     case EB_KIND_DOT:
