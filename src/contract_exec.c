@@ -141,7 +141,8 @@ static void rows_part(void *arg, int part, int nparts)
     const eb_plan *p = j->p;
     long long lo, hi;
     eb_team_split(row_count(p), part, nparts, &lo, &hi);
-    run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
+    eb_exec_counters unused = {0, 0, 0};
+    run_rows(p, j->a, j->b, j->c, lo, hi, &unused);
 }
 
 /* Part `part` of nparts of C's longer side, cut in multiples of unit:
@@ -180,15 +181,14 @@ static void gemm_part(void *arg, int part, int nparts)
 /*
  * One BLAS GEMM split by the engine: part k computes its share of the
  * longer side of C (in multiples of 8, the width of OpenBLAS's kernels)
- * with a one-thread BLAS call. Below OWN_SPLIT_MAX_WORK multiply-adds this
- * beats OpenBLAS's own threading, whose worker sleeps between calls
- * (plan --time on the lm instance: its 144 x 1100 x 121 steps ran 1.4x to
- * 1.6x faster on two threads under OpenBLAS's threading, 1.6x to 1.8x
- * split here). Larger GEMMs keep OpenBLAS's threading, which split the
- * 1728 x 1100 x 144 steps no worse.
+ * with a one-thread BLAS call, at every size. OpenBLAS's own threading
+ * splits statically: its caller waits for a worker that sleeps between
+ * calls or has lost its core to another process (256^3 under a load
+ * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
+ * while the team's parts go to whichever thread is free. On the lm
+ * instance's 144 x 1100 x 121 steps this split was also the faster one on
+ * a quiet machine (1.6x-1.8x against 1.4x-1.6x).
  */
-#define OWN_SPLIT_MAX_WORK (1 << 26)
-
 static void blas_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
@@ -205,14 +205,21 @@ static void blas_part(void *arg, int part, int nparts)
                      j->c + lo * p->scn);
 }
 
+/* Runs `fn` over the team with OpenBLAS at one thread for the job (every
+ * BLAS call inside a part is a one-thread call; 30 ns a switch). */
+static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j)
+{
+    int blas = eb_blas_threads();
+    eb_blas_set_threads(1);
+    eb_team_run_parts(team, nparts, fn, j);
+    eb_blas_set_threads(blas);
+}
+
 static void run_own_split(const eb_plan *p, const double *a, const double *b,
                           double *c, eb_team *team, eb_exec_counters *cnt)
 {
     job j = {.p = p, .a = a, .b = b, .c = c};
-    int blas = eb_blas_threads();
-    eb_blas_set_threads(1);
-    eb_team_run(team, blas_part, &j);
-    eb_blas_set_threads(blas);
+    run_blas_job(team, eb_team_size(team), blas_part, &j);
     /* One call per part that had columns or rows to compute. */
     int n = eb_team_size(team);
     int64_t calls = 0, lo, hi;
@@ -224,27 +231,41 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
     cnt->gemm_calls += calls;
 }
 
+/* Batch rows split over the team: at most this many parts per thread, so
+ * that a thread that joins late still finds parts to take. */
+enum { ROW_PARTS_PER_THREAD = 4 };
+
 static void run_batched(const eb_plan *p, const double *a, const double *b,
                         double *c, eb_team *team, eb_exec_counters *cnt)
 {
     int64_t rows = row_count(p);
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
-    int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
-    if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
-        rows > 1) {
+    int n = eb_team_size(team);
+    int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV;
+    if (n > 1 && work >= PARALLEL_MIN_WORK && rows >= n) {
+        /* Whole batch elements per part; BLAS ones as one-thread calls. */
         job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, rows_part, &j);
+        int64_t parts = rows < ROW_PARTS_PER_THREAD * n
+                            ? rows
+                            : ROW_PARTS_PER_THREAD * n;
+        if (blas) {
+            run_blas_job(team, (int)parts, rows_part, &j);
+            cnt->blas_calls += rows;
+            if (p->kind == EB_KIND_GEMM)
+                cnt->gemm_calls += rows;
+        } else {
+            eb_team_run_parts(team, (int)parts, rows_part, &j);
+        }
         return;
     }
-    if (p->kind == EB_KIND_SMALL_GEMM && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK) {
+    if (p->kind == EB_KIND_SMALL_GEMM && n > 1 && work >= PARALLEL_MIN_WORK) {
         job j = {.p = p, .a = a, .b = b, .c = c};
         eb_team_run(team, gemm_part, &j);
         return;
     }
-    if (p->kind == EB_KIND_GEMM && rows == 1 && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK && work < OWN_SPLIT_MAX_WORK &&
+    if (p->kind == EB_KIND_GEMM && rows == 1 && n > 1 &&
+        work >= PARALLEL_MIN_WORK &&
         (p->M >= 16 || p->N >= 16)) {
         run_own_split(p, a, b, c, team, cnt);
         return;
