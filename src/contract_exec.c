@@ -126,6 +126,23 @@ static int64_t row_count(const eb_plan *p)
  * wake-up of the team costs microseconds. */
 #define PARALLEL_MIN_WORK (1 << 16)
 
+/* Products below this many multiply-adds (about 50 us on one thread at
+ * 20 G multiply-adds/s) are offered only to workers still spinning from
+ * the previous job: waking a sleeping one takes 10-120 us (median 24 us,
+ * team.c), about as long as the whole product, and costs the caller a
+ * system call. */
+#define WAKE_MIN_WORK (1 << 20)
+
+/* Runs a product's job of nparts parts over the team (see WAKE_MIN_WORK). */
+static void team_product(eb_team *team, int nparts, eb_team_fn fn, void *j,
+                         double work)
+{
+    if (work >= WAKE_MIN_WORK)
+        eb_team_run_parts(team, nparts, fn, j);
+    else
+        eb_team_run_awake(team, nparts, fn, j);
+}
+
 typedef struct {
     const eb_plan *p;
     const double *a, *b;
@@ -207,11 +224,12 @@ static void blas_part(void *arg, int part, int nparts)
 
 /* Runs `fn` over the team with OpenBLAS at one thread for the job (every
  * BLAS call inside a part is a one-thread call; 30 ns a switch). */
-static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j)
+static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j,
+                         double work)
 {
     int blas = eb_blas_threads();
     eb_blas_set_threads(1);
-    eb_team_run_parts(team, nparts, fn, j);
+    team_product(team, nparts, fn, j, work);
     eb_blas_set_threads(blas);
 }
 
@@ -219,7 +237,8 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
                           double *c, eb_team *team, eb_exec_counters *cnt)
 {
     job j = {.p = p, .a = a, .b = b, .c = c};
-    run_blas_job(team, eb_team_size(team), blas_part, &j);
+    run_blas_job(team, eb_team_size(team), blas_part, &j,
+                 (double)p->M * (double)p->N * (double)p->K);
     /* One call per part that had columns or rows to compute. */
     int n = eb_team_size(team);
     int64_t calls = 0, lo, hi;
@@ -250,18 +269,18 @@ static void run_batched(const eb_plan *p, const double *a, const double *b,
                             ? rows
                             : ROW_PARTS_PER_THREAD * n;
         if (blas) {
-            run_blas_job(team, (int)parts, rows_part, &j);
+            run_blas_job(team, (int)parts, rows_part, &j, work);
             cnt->blas_calls += rows;
             if (p->kind == EB_KIND_GEMM)
                 cnt->gemm_calls += rows;
         } else {
-            eb_team_run_parts(team, (int)parts, rows_part, &j);
+            team_product(team, (int)parts, rows_part, &j, work);
         }
         return;
     }
     if (p->kind == EB_KIND_SMALL_GEMM && n > 1 && work >= PARALLEL_MIN_WORK) {
         job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, gemm_part, &j);
+        team_product(team, n, gemm_part, &j, work);
         return;
     }
     if (p->kind == EB_KIND_GEMM && rows == 1 && n > 1 &&
@@ -379,7 +398,7 @@ static void run_vec(const eb_plan *p, const double *a, const double *b,
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)
-        eb_team_run(team, vec_part, &j);
+        team_product(team, eb_team_size(team), vec_part, &j, work);
     else
         vec_part(&j, 0, 1);
 }

@@ -35,7 +35,8 @@ struct eb_team {
     pthread_mutex_t mu;
     pthread_cond_t go, done_cv;
     _Atomic uint64_t state;
-    _Atomic int done;  /* parts of the current job finished */
+    _Atomic int done;     /* parts of the current job finished */
+    _Atomic int sleepers; /* workers asleep (or about to be) on `go` */
     _Atomic int quit;
     eb_team_fn fn;
     void *arg;
@@ -113,11 +114,15 @@ static uint32_t wait_job(eb_team *t, uint32_t seen)
         if (!spin_on(i, &t0))
             break;
     }
+    /* sleepers is raised before the generation is checked and the caller
+     * reads it after publishing (both sequentially consistent): either the
+     * caller sees a sleeper and broadcasts under the mutex, or this thread
+     * sees the new generation and does not sleep. */
     pthread_mutex_lock(&t->mu);
-    while (!atomic_load(&t->quit) &&
-           gen_of(atomic_load_explicit(&t->state, memory_order_acquire)) ==
-               seen)
+    atomic_fetch_add(&t->sleepers, 1);
+    while (!atomic_load(&t->quit) && gen_of(atomic_load(&t->state)) == seen)
         pthread_cond_wait(&t->go, &t->mu);
+    atomic_fetch_sub(&t->sleepers, 1);
     pthread_mutex_unlock(&t->mu);
     return gen_of(atomic_load_explicit(&t->state, memory_order_acquire));
 }
@@ -183,7 +188,10 @@ void eb_team_destroy(eb_team *t)
 
 int eb_team_size(const eb_team *t) { return t ? t->n : 1; }
 
-void eb_team_run_parts(eb_team *t, int nparts, eb_team_fn fn, void *arg)
+/* Publishes a job of nparts parts and runs it with whoever comes: the
+ * sleeping workers are woken only if `wake`. */
+static void run_job(eb_team *t, int nparts, eb_team_fn fn, void *arg,
+                    int wake)
 {
     if (nparts > (int)IDX_MASK)
         nparts = (int)IDX_MASK;
@@ -195,17 +203,15 @@ void eb_team_run_parts(eb_team *t, int nparts, eb_team_fn fn, void *arg)
     t->fn = fn;
     t->arg = arg;
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-    uint32_t gen = gen_of(s) + 1;
-    /* Published under the mutex, so that a worker about to sleep either
-     * sees the new generation or gets the broadcast. */
-    pthread_mutex_lock(&t->mu);
-    atomic_store_explicit(&t->state,
-                          (uint64_t)gen << GEN_SHIFT |
-                              (uint64_t)nparts << NP_SHIFT,
-                          memory_order_release);
-    pthread_cond_broadcast(&t->go);
-    pthread_mutex_unlock(&t->mu);
+    uint32_t gen =
+        gen_of(atomic_load_explicit(&t->state, memory_order_relaxed)) + 1;
+    atomic_store(&t->state, (uint64_t)gen << GEN_SHIFT |
+                                (uint64_t)nparts << NP_SHIFT);
+    if (wake && atomic_load(&t->sleepers) > 0) {
+        pthread_mutex_lock(&t->mu);
+        pthread_cond_broadcast(&t->go);
+        pthread_mutex_unlock(&t->mu);
+    }
     run_parts(t, gen);
     /* Every part is claimed; wait for the ones other threads still run. */
     int64_t t0 = 0;
@@ -220,6 +226,16 @@ void eb_team_run_parts(eb_team *t, int nparts, eb_team_fn fn, void *arg)
             break;
         }
     }
+}
+
+void eb_team_run_parts(eb_team *t, int nparts, eb_team_fn fn, void *arg)
+{
+    run_job(t, nparts, fn, arg, 1);
+}
+
+void eb_team_run_awake(eb_team *t, int nparts, eb_team_fn fn, void *arg)
+{
+    run_job(t, nparts, fn, arg, 0);
 }
 
 void eb_team_run(eb_team *t, eb_team_fn fn, void *arg)

@@ -37,6 +37,12 @@ int eb_team_size(const eb_team *team); /* 1 for NULL */
 void eb_team_run(eb_team *team, eb_team_fn fn, void *arg);
 void eb_team_run_parts(eb_team *team, int nparts, eb_team_fn fn, void *arg);
 
+/* The same without waking workers that sleep: for jobs shorter than a
+ * wake-up (10-120 us on this machine class), which only the workers still
+ * spinning from the previous job can help with; the caller runs the parts
+ * nobody else takes. */
+void eb_team_run_awake(eb_team *team, int nparts, eb_team_fn fn, void *arg);
+
 /* Part `part` of `nparts` of the range [0, n): [*lo, *hi). */
 void eb_team_split(long long n, int part, int nparts, long long *lo,
                    long long *hi);

@@ -1,8 +1,9 @@
 /* test_team: the engine's thread team. Every part of every job runs exactly
  * once and the job is complete when eb_team_run_parts returns, for teams of
  * 1-3 threads, 1 to 1000 parts, jobs back to back and after the workers
- * have gone to sleep, and with a worker held up inside a part (the caller
- * must finish the parts nobody else claimed). */
+ * have gone to sleep, jobs that wake nobody (eb_team_run_awake), and with
+ * a worker held up inside a part (the caller must finish the parts nobody
+ * else claimed). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,7 +34,7 @@ static void count_part(void *arg, int part, int nparts)
 }
 
 /* Runs a job of `nparts` on `team`; 1 if every part ran exactly once. */
-static int run_once(eb_team *team, int nparts, long long sleep_ns)
+static int run_job(eb_team *team, int nparts, long long sleep_ns, int awake)
 {
     static job j;
     j.nparts = nparts;
@@ -41,11 +42,19 @@ static int run_once(eb_team *team, int nparts, long long sleep_ns)
     j.sleep_part_ns = sleep_ns;
     for (int k = 0; k < MAX_PARTS; k++)
         atomic_store(&j.runs[k], 0);
-    eb_team_run_parts(team, nparts, count_part, &j);
+    if (awake)
+        eb_team_run_awake(team, nparts, count_part, &j);
+    else
+        eb_team_run_parts(team, nparts, count_part, &j);
     int ok = !j.bad_nparts;
     for (int k = 0; k < MAX_PARTS; k++)
         ok &= atomic_load(&j.runs[k]) == (k < nparts);
     return ok;
+}
+
+static int run_once(eb_team *team, int nparts, long long sleep_ns)
+{
+    return run_job(team, nparts, sleep_ns, 0);
 }
 
 static void pause_us(long us)
@@ -78,6 +87,18 @@ static void test_team(int threads)
         good += run_once(team, 2 + rep % 5, 0);
     }
     EB_CHECK(good == 20, "%d threads, after sleeping: %d of 20 right",
+             threads, good);
+    /* Jobs that wake nobody: back to back (workers spinning) and after
+     * the workers went to sleep (the caller runs every part). */
+    good = 0;
+    for (int rep = 0; rep < 200; rep++)
+        good += run_job(team, 1 + rep % 9, 0, 1);
+    for (int rep = 0; rep < 10; rep++) {
+        pause_us(200);
+        good += run_job(team, 5, 0, 1);
+        good += run_once(team, 3, 0); /* a waking job after it */
+    }
+    EB_CHECK(good == 220, "%d threads, jobs that wake nobody: %d of 220 right",
              threads, good);
     /* A part that takes 20 ms: the job still completes with every part
      * run once, whoever took the slow one. */
