@@ -196,6 +196,73 @@ static void gemm_part(void *arg, int part, int nparts)
 }
 
 /*
+ * A small C with a long K (str_mps's 19 x 19 x 1748): C's sides hold too
+ * few blocks of 12 to share evenly (19 splits 12 / 7), so the team splits
+ * K instead: part 0 writes C, part k > 0 its own partial C (compact, in
+ * the job on the caller's stack), and the caller adds the partials to C
+ * after the job. The outer rows of a two-level K are split when there are
+ * enough of them, else the inner run. For C of at most KSPLIT_MAX_C
+ * elements, up to KSPLIT_PARTS parts of at least KSPLIT_MIN_K each. The
+ * sums are then taken in another order than on one thread (a different
+ * rounding, fixed for a given team size).
+ */
+enum { KSPLIT_MAX_C = 32 * 32, KSPLIT_PARTS = 4, KSPLIT_MIN_K = 64 };
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c;
+    double part_c[KSPLIT_PARTS - 1][KSPLIT_MAX_C];
+} ksplit_job;
+
+static void ksplit_part(void *arg, int part, int nparts)
+{
+    ksplit_job *j = arg;
+    const eb_plan *p = j->p;
+    eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
+    int64_t kin = p->K / p->K1;
+    int outer = p->K1 >= nparts;
+    long long lo, hi;
+    eb_team_split(outer ? p->K1 : kin, part, nparts, &lo, &hi);
+    const double *a = j->a, *b = j->b;
+    if (outer) {
+        k.K1 = hi - lo;
+        a += lo * p->sak1;
+        b += lo * p->sbk1;
+    } else {
+        kin = hi - lo;
+        a += lo * p->sak;
+        b += lo * p->sbk;
+    }
+    if (part == 0)
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k, j->c,
+                           p->scm, p->scn);
+    else
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k,
+                           j->part_c[part - 1], p->N, 1);
+}
+
+static int ksplit_parts(const eb_plan *p, int n)
+{
+    int parts = n < KSPLIT_PARTS ? n : KSPLIT_PARTS;
+    if (p->kind != EB_KIND_SMALL_GEMM || p->M * p->N > KSPLIT_MAX_C ||
+        p->K < (int64_t)KSPLIT_MIN_K * parts)
+        return 1;
+    return parts;
+}
+
+static void run_ksplit(const eb_plan *p, const double *a, const double *b,
+                       double *c, int parts, eb_team *team, double work)
+{
+    ksplit_job j = {.p = p, .a = a, .b = b, .c = c};
+    team_product(team, parts, ksplit_part, &j, work);
+    for (int q = 1; q < parts; q++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t nn = 0; nn < p->N; nn++)
+                c[m * p->scm + nn * p->scn] += j.part_c[q - 1][m * p->N + nn];
+}
+
+/*
  * One BLAS GEMM split by the engine: part k computes its share of the
  * longer side of C (in multiples of 8, the width of OpenBLAS's kernels)
  * with a one-thread BLAS call, at every size. OpenBLAS's own threading
@@ -276,6 +343,11 @@ static void run_batched(const eb_plan *p, const double *a, const double *b,
         } else {
             team_product(team, (int)parts, rows_part, &j, work);
         }
+        return;
+    }
+    if (rows == 1 && n > 1 && work >= PARALLEL_MIN_WORK &&
+        ksplit_parts(p, n) > 1) {
+        run_ksplit(p, a, b, c, ksplit_parts(p, n), team, work);
         return;
     }
     if (p->kind == EB_KIND_SMALL_GEMM && n > 1 && work >= PARALLEL_MIN_WORK) {
