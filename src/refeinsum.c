@@ -42,7 +42,7 @@ eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
     for (;;) {
         double prod = 1;
         for (int k = 0; k < n; k++)
-            prod *= inputs[k].data[off[k]];
+            prod *= ((const double *)inputs[k].data)[off[k]];
         out[off[n]] += prod;
         int l = L - 1;
         for (; l >= 0; l--) {

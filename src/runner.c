@@ -145,7 +145,7 @@ static void base_record(const eb_instance *inst, const eb_pathset *ps,
 
 static eb_status save_output(const eb_instance *inst, const char *dir,
                              const char *strategy, eb_mode mode,
-                             const double *out, eb_error *err)
+                             const void *out, eb_error *err)
 {
     /* Built only from names validated at load (no '/', no leading dot),
      * checked again here: the file stays inside dir whatever the input. */

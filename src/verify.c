@@ -133,7 +133,7 @@ static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
                         eb_scope_pool(scope), eb_scope_team(scope),
                         c->fuse ? &fuse : NULL, &ex, err);
     if (!st) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         st = ex.run(ex.ctx, &out, &cnt, err);
         if (!st)
