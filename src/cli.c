@@ -63,7 +63,7 @@ static const cmd_spec commands[] = {
  * here and a case in set_opt. */
 typedef enum {
     O_MODE, O_STRATEGY, O_PATHS, O_FILTER, O_WARMUP, O_SAMPLES, O_THREADS,
-    O_FILL, O_INPUTS, O_SAVE_OUTPUT, O_CHECK, O_CHECK_SEED, O_JSON,
+    O_DTYPE, O_FILL, O_INPUTS, O_SAVE_OUTPUT, O_CHECK, O_CHECK_SEED, O_JSON,
     O_EXPORT_CSV, O_EXPORT_MARKDOWN, O_CALLGRIND, O_NO_FUSE, O_LIST, O_TIME,
     O_CALIBRATION, O_MAX_MEMORY, O_TIMEOUT, O_COUNT
 } opt_id;
@@ -92,10 +92,13 @@ static const opt_spec options[] = {
      "timed runs, N >= 1 (default 15)"},
     {O_THREADS, "--threads", "N", C_RUN | C_CHECK | C_PLAN | C_CALIBRATE, "1",
      "thread budget of the scope (default 1)"},
+    {O_DTYPE, "--dtype", "DTYPE", C_RUN | C_CHECK | C_PLAN, NULL,
+     "run in DTYPE: float64, float32,\ncomplex128 or complex64 (default: "
+     "each\ninstance file's \"dtype\")"},
     {O_FILL, "--fill", "zeros|random[:SEED]", C_RUN | C_PLAN, "zeros",
      "how inputs are filled (default zeros)"},
     {O_INPUTS, "--inputs", "DIR", C_RUN | C_PLAN, NULL,
-     "operand k from DIR/k.npy (float64, C order)"},
+     "operand k from DIR/k.npy (C order, the\nrun's dtype: <f8 <f4 <c16 <c8)"},
     {O_SAVE_OUTPUT, "--save-output", "DIR", C_RUN, NULL,
      "last sample's output to\nDIR/<instance>.<strategy>.<mode>.npy"},
     {O_CHECK, "--check", NULL, C_RUN, NULL,
@@ -288,6 +291,12 @@ static int set_opt(cli_opts *c, const opt_spec *o, const char *v)
     case O_CHECK_SEED:
         if (!(rc = count_opt(o, v, 0, LONG_MAX, &n)))
             c->run.check_seed = (uint64_t)n;
+        break;
+    case O_DTYPE:
+        if (eb_dtype_parse(v, &c->run.dtype))
+            return usage_error("--dtype: '%s' is not float64, float32, "
+                               "complex128 or complex64", v);
+        c->run.has_dtype = 1;
         break;
     case O_FILL:
         if (eb_fill_parse(v, &c->run.fill))
@@ -614,8 +623,11 @@ static int json_is_input(const cli_opts *c)
 }
 
 /* A command line that selects no instance at all. */
-static int no_selection(const cli_opts *c)
+static int no_selection(const cli_opts *c, const eb_selection *sel)
 {
+    if (sel->skipped)
+        return usage_error("no instance selected: %d skipped (%s)",
+                           sel->skipped, sel->skip_msg);
     if (c->run.filter)
         return usage_error("no instance selected: --filter '%s' matches "
                            "none of the instances given", c->run.filter);
@@ -674,7 +686,7 @@ static int list_selection(cli_opts *c)
         return EXIT_USAGE;
     printf("%d measurements of %d instances\n", sel.measurements,
            sel.instances);
-    return sel.instances ? 0 : no_selection(c);
+    return sel.instances ? 0 : no_selection(c, &sel);
 }
 
 /* Every option of the command with the value the run used, for the run
@@ -705,7 +717,7 @@ static int run_selection(cli_opts *c, int argc, char **full_argv)
     eb_run_summary sum;
     eb_runner_select(&c->run, c->targets, c->ntargets, 0, &sel, &sum);
     if (sel.instances == 0 && sel.errors == 0)
-        return no_selection(c);
+        return no_selection(c, &sel);
     c->run.total = sel.measurements;
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
@@ -962,8 +974,9 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
         ok = (tm = time_steps(inst, path, mode, c,
                               no_fuse ? NULL : &fuse)) != NULL;
     if (ok) {
-        printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
-               path->strategy, eb_mode_name(mode), source);
+        printf("\n%s  strategy %s  mode %s  dtype %s  (path from %s)\n",
+               inst->name, path->strategy, eb_mode_name(mode),
+               eb_dtype_name(inst->dt), source);
         if (mode == EB_MODE_TRACE)
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
@@ -994,6 +1007,8 @@ static int plan_json(const cli_opts *c)
     eb_jw *w = eb_jw_create(0);
     eb_status st = !w ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
                       : eb_load_instance(c->targets[0], &inst, &err);
+    if (!st)
+        eb_runner_apply_dtype(&c->run, inst);
     if (!st)
         st = eb_load_find_paths(inst, c->run.paths, &ps, &err);
     if (!st)
@@ -1039,6 +1054,10 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
     eb_pathset *ps = NULL;
     eb_error err;
     eb_status st = eb_load_instance(c.targets[0], &inst, &err);
+    if (!st)
+        eb_runner_apply_dtype(&c.run, inst);
+    if (!st && c.time)
+        st = eb_runner_dtype_check(inst, &err);
     if (!st)
         st = eb_load_find_paths(inst, c.run.paths, &ps, &err);
     rc = st ? EXIT_USAGE : 0;
