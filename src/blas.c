@@ -35,6 +35,29 @@ int64_t eb_blas_max_dim(void)
     return sizeof(blasint) >= 8 ? INT64_MAX : INT_MAX;
 }
 
+void eb_blas_gemm_square(eb_dtype dt, int64_t n, const void *a,
+                         const void *b, void *c)
+{
+    static const double one[2] = {1, 0}, zero[2] = {0, 0};
+    static const float onef[2] = {1, 0}, zerof[2] = {0, 0};
+    blasint m = (blasint)n;
+    const CBLAS_ORDER o = CblasRowMajor;
+    const CBLAS_TRANSPOSE t = CblasNoTrans;
+    switch (dt) {
+    case EB_F32:
+        cblas_sgemm(o, t, t, m, m, m, 1.0f, a, m, b, m, 0.0f, c, m);
+        break;
+    case EB_C128:
+        cblas_zgemm(o, t, t, m, m, m, one, a, m, b, m, zero, c, m);
+        break;
+    case EB_C64:
+        cblas_cgemm(o, t, t, m, m, m, onef, a, m, b, m, zerof, c, m);
+        break;
+    default:
+        cblas_dgemm(o, t, t, m, m, m, 1.0, a, m, b, m, 0.0, c, m);
+    }
+}
+
 int eb_blas_threads(void) { return openblas_get_num_threads(); }
 void eb_blas_set_threads(int n) { openblas_set_num_threads(n); }
 const char *eb_blas_config(void) { return openblas_get_config(); }

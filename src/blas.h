@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
+
 /* C[M,N] = op(A) op(B); trans_* nonzero means the operand is stored
  * transposed (A as [K][M] with lda >= M, B as [N][K] with ldb >= K). */
 void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
@@ -26,6 +28,12 @@ double eb_blas_dot(int64_t n, const double *x, int64_t incx, const double *y,
 
 /* Largest dimension or leading dimension BLAS accepts. */
 int64_t eb_blas_max_dim(void);
+
+/* C = A B of three n x n row-major matrices of dtype dt through
+ * cblas_{s,d,c,z}gemm, alpha 1, beta 0: calibrate's GEMM rate per dtype
+ * (added by the dtype perf branch for calibrate.c). */
+void eb_blas_gemm_square(eb_dtype dt, int64_t n, const void *a,
+                         const void *b, void *c);
 
 /* OpenBLAS's own view of itself, for the records. */
 int eb_blas_threads(void);
