@@ -141,12 +141,18 @@ static void print_header(table_ctx *t, const char *strategy, const char *mode,
     fprintf(t->f, "\nSamples: warmup=%d, samples=%d, fill=%s, times in ms\n",
             i->warmups, i->samples, i->fill ? i->fill : "-");
     print_dtype(t, first, done);
-    if (i->calibration)
-        fprintf(t->f, "Roofline: F=%.2fGFLOP/s, BW=%.2fGB/s (calibration "
-                "%s), xRoofline is the median over the sum of the steps' "
-                "bounds\n", i->calibration->rates.gflops,
-                i->calibration->rates.gbs, i->calibration->source);
-    else
+    if (i->calibration) {
+        /* F is float64's; F_<dtype> the others' that are known. */
+        const eb_rates *r = &i->calibration->rates;
+        fprintf(t->f, "Roofline: F=%.2fGFLOP/s, ", r->gflops[EB_F64]);
+        for (int dt = 1; dt < EB_DTYPE_COUNT; dt++)
+            if (r->gflops[dt] > 0)
+                fprintf(t->f, "F_%s=%.2fGFLOP/s, ",
+                        eb_dtype_name((eb_dtype)dt), r->gflops[dt]);
+        fprintf(t->f, "BW=%.2fGB/s (calibration %s), xRoofline is the median "
+                "over the sum of the steps' bounds\n", r->gbs,
+                i->calibration->source);
+    } else
         fprintf(t->f, "Roofline: no calibration, xRoofline not known\n");
     fprintf(t->f, "%-52s %7s %10s %8s %9s %12s %10s %12s\n", "Instance",
             "Tensors", "log10FLOPS", "log2SIZE", "xRoofline", "Median (ms)",

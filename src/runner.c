@@ -165,10 +165,10 @@ static void base_record(const eb_instance *inst, const eb_pathset *ps,
     rec->stored_log10_flops = path->log10_flops;
     rec->stored_log2_size = path->log2_size;
     rec->max_rel_err = NAN;
-    if (o->rates) {
+    if (eb_rates_have(o->rates, inst->dt)) {
         rec->has_roofline = 1;
         rec->roofline_ms = eb_roofline_path(inst, sched, o->rates, NULL);
-        rec->roofline_gflops = o->rates->gflops;
+        rec->roofline_gflops = o->rates->gflops[inst->dt];
         rec->roofline_gbs = o->rates->gbs;
     }
 }
@@ -579,8 +579,10 @@ static void list_instance(runner *r, const eb_instance *inst,
         printf("%-52s %-12s %7d %10.4f %8.4f %10.3f ", inst->name,
                ps->paths[k].strategy, inst->num_tensors, sched->log10_flops,
                sched->log2_size, (double)bytes / 1e6);
-        if (rates)
+        if (eb_rates_have(rates, inst->dt))
             printf("%12.4g ", eb_roofline_path(inst, sched, rates, NULL));
+        else if (rates)
+            printf("%12s ", "-");
         printf("%s\n", modes);
         r->sel.measurements += num_modes(r->o);
         eb_schedule_destroy(sched);
@@ -592,6 +594,7 @@ static void select_instance(runner *r, const eb_instance *inst,
                             const eb_pathset *ps)
 {
     r->sel.instances++;
+    r->sel.dtypes |= 1u << inst->dt;
     if (r->pass == PASS_LIST) {
         list_instance(r, inst, ps);
         return;

@@ -28,7 +28,8 @@ typedef struct {
     uint64_t check_seed;
     int per_sample_dumps;
     int no_fuse;                /* --no-fuse: trace runs every step alone */
-    const eb_rates *rates;      /* the roofline's F and BW, or NULL */
+    const eb_rates *rates;      /* the roofline's F (per dtype) and BW, or
+                                   NULL */
     int64_t max_memory_bytes;   /* budget of one measurement's peak bytes */
     double timeout_s;           /* --timeout per measurement, 0: none */
     const char *filter;         /* --filter: POSIX ERE on names, or NULL */
@@ -45,6 +46,7 @@ typedef struct {
     int errors;         /* targets that do not load (counted quietly) */
     int skipped;        /* instances skipped (a dtype that does not run) */
     char skip_msg[EB_ERROR_MSG_BYTES]; /* why the first was skipped */
+    unsigned dtypes;    /* bit 1u << dt of every dtype they run in */
 } eb_selection;
 
 typedef struct {
