@@ -28,6 +28,18 @@ enum { LOW_K = 16 };
  * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
 enum { SKINNY_MN = 21 };
 
+/* A GEMM with every side at most this and M and N multiples of 4 (whole
+ * vectors and register blocks of the own kernel) goes to the own kernel
+ * too: OpenBLAS's beta pass, packing and call cost are a large share of
+ * such a product (a 64^3 GEMM: 17.8% of its instructions are OpenBLAS's
+ * memset of C). One-thread minima of 300 interleaved runs, own / BLAS
+ * time over the four transpositions, three runs: 32^3 0.74-1.04, 48^3
+ * 0.79-1.00, 64^3 0.78-0.96; at 80^3 one transposition was 17% slower and
+ * odd sides (40 x 70 x 90) 8-26% slower, so those stay on BLAS. */
+#ifndef SMALL_SIDE
+#define SMALL_SIDE 64
+#endif
+
 /* ... unless its long side is past this: the lm networks' 12 x 13200 x
  * 144 steps ran at 11-12 GFLOP/s on the own kernel against 16 on BLAS
  * (plan --time, two interleaved rounds, 1 and 2 threads), gm_queen's
@@ -342,6 +354,9 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
+    if (p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
+        p->M % 4 == 0 && p->N % 4 == 0)
+        return EB_KIND_SMALL_GEMM;
     if ((p->M < SKINNY_MN || p->N < SKINNY_MN) &&
         (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
         return EB_KIND_SMALL_GEMM;

@@ -12,11 +12,18 @@ typedef struct {
 } case_t;
 
 static const case_t cases[] = {
-    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,jk->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,kj->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    /* All sides <= 64, M and N multiples of 4: the own kernel. */
+    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ki", "i=64,j=33,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=64,j=48,k=42", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=3,i=40,j=33,k=30", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
@@ -35,7 +42,7 @@ static const case_t cases[] = {
     {",ij->ij", "i=3,j=4", EB_KIND_OUTER, 0},
     {",->", "", EB_KIND_MUL, 0},
     {"i,->i", "i=5", EB_KIND_OUTER, 0},
-    {"aij,jk->aik", "a=1,i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"aij,jk->aik", "a=1,i=68,j=48,k=40", EB_KIND_GEMM, 0},
     {"ij,jk->ik", "i=1,j=1,k=1", EB_KIND_MUL, 0},
     {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
     {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
