@@ -343,6 +343,7 @@ static eb_kind pick_kind(const eb_plan *p)
 static void make_xform(const axes *in, const axes *out, const group *sum,
                        eb_xform *x)
 {
+    x->dt = EB_F64; /* TODO(D1, issue 17): the plan's dtype */
     x->rank = out->n;
     for (int d = 0; d < out->n; d++) {
         x->shape[d] = out->size[d];

@@ -126,6 +126,23 @@ static int64_t row_count(const eb_plan *p)
  * wake-up of the team costs microseconds. */
 #define PARALLEL_MIN_WORK (1 << 16)
 
+/* Products below this many multiply-adds (about 50 us on one thread at
+ * 20 G multiply-adds/s) are offered only to workers still spinning from
+ * the previous job: waking a sleeping one takes 10-120 us (median 24 us,
+ * team.c), about as long as the whole product, and costs the caller a
+ * system call. */
+#define WAKE_MIN_WORK (1 << 20)
+
+/* Runs a product's job of nparts parts over the team (see WAKE_MIN_WORK). */
+static void team_product(eb_team *team, int nparts, eb_team_fn fn, void *j,
+                         double work)
+{
+    if (work >= WAKE_MIN_WORK)
+        eb_team_run_parts(team, nparts, fn, j);
+    else
+        eb_team_run_awake(team, nparts, fn, j);
+}
+
 typedef struct {
     const eb_plan *p;
     const double *a, *b;
@@ -141,7 +158,8 @@ static void rows_part(void *arg, int part, int nparts)
     const eb_plan *p = j->p;
     long long lo, hi;
     eb_team_split(row_count(p), part, nparts, &lo, &hi);
-    run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
+    eb_exec_counters unused = {0, 0, 0};
+    run_rows(p, j->a, j->b, j->c, lo, hi, &unused);
 }
 
 /* Part `part` of nparts of C's longer side, cut in multiples of unit:
@@ -178,17 +196,83 @@ static void gemm_part(void *arg, int part, int nparts)
 }
 
 /*
+ * A small C with a long K (str_mps's 19 x 19 x 1748): C's sides hold too
+ * few blocks of 12 to share evenly (19 splits 12 / 7), so the team splits
+ * K instead: part 0 writes C, part k > 0 its own partial C (compact, in
+ * the job on the caller's stack), and the caller adds the partials to C
+ * after the job. The outer rows of a two-level K are split when there are
+ * enough of them, else the inner run. For C of at most KSPLIT_MAX_C
+ * elements, up to KSPLIT_PARTS parts of at least KSPLIT_MIN_K each. The
+ * sums are then taken in another order than on one thread (a different
+ * rounding, fixed for a given team size).
+ */
+enum { KSPLIT_MAX_C = 32 * 32, KSPLIT_PARTS = 4, KSPLIT_MIN_K = 64 };
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c;
+    double part_c[KSPLIT_PARTS - 1][KSPLIT_MAX_C];
+} ksplit_job;
+
+static void ksplit_part(void *arg, int part, int nparts)
+{
+    ksplit_job *j = arg;
+    const eb_plan *p = j->p;
+    eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
+    int64_t kin = p->K / p->K1;
+    int outer = p->K1 >= nparts;
+    long long lo, hi;
+    eb_team_split(outer ? p->K1 : kin, part, nparts, &lo, &hi);
+    const double *a = j->a, *b = j->b;
+    if (outer) {
+        k.K1 = hi - lo;
+        a += lo * p->sak1;
+        b += lo * p->sbk1;
+    } else {
+        kin = hi - lo;
+        a += lo * p->sak;
+        b += lo * p->sbk;
+    }
+    if (part == 0)
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k, j->c,
+                           p->scm, p->scn);
+    else
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k,
+                           j->part_c[part - 1], p->N, 1);
+}
+
+static int ksplit_parts(const eb_plan *p, int n)
+{
+    int parts = n < KSPLIT_PARTS ? n : KSPLIT_PARTS;
+    if (p->kind != EB_KIND_SMALL_GEMM || p->M * p->N > KSPLIT_MAX_C ||
+        p->K < (int64_t)KSPLIT_MIN_K * parts)
+        return 1;
+    return parts;
+}
+
+static void run_ksplit(const eb_plan *p, const double *a, const double *b,
+                       double *c, int parts, eb_team *team, double work)
+{
+    ksplit_job j = {.p = p, .a = a, .b = b, .c = c};
+    team_product(team, parts, ksplit_part, &j, work);
+    for (int q = 1; q < parts; q++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t nn = 0; nn < p->N; nn++)
+                c[m * p->scm + nn * p->scn] += j.part_c[q - 1][m * p->N + nn];
+}
+
+/*
  * One BLAS GEMM split by the engine: part k computes its share of the
  * longer side of C (in multiples of 8, the width of OpenBLAS's kernels)
- * with a one-thread BLAS call. Below OWN_SPLIT_MAX_WORK multiply-adds this
- * beats OpenBLAS's own threading, whose worker sleeps between calls
- * (plan --time on the lm instance: its 144 x 1100 x 121 steps ran 1.4x to
- * 1.6x faster on two threads under OpenBLAS's threading, 1.6x to 1.8x
- * split here). Larger GEMMs keep OpenBLAS's threading, which split the
- * 1728 x 1100 x 144 steps no worse.
+ * with a one-thread BLAS call, at every size. OpenBLAS's own threading
+ * splits statically: its caller waits for a worker that sleeps between
+ * calls or has lost its core to another process (256^3 under a load
+ * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
+ * while the team's parts go to whichever thread is free. On the lm
+ * instance's 144 x 1100 x 121 steps this split was also the faster one on
+ * a quiet machine (1.6x-1.8x against 1.4x-1.6x).
  */
-#define OWN_SPLIT_MAX_WORK (1 << 26)
-
 static void blas_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
@@ -205,14 +289,23 @@ static void blas_part(void *arg, int part, int nparts)
                      j->c + lo * p->scn);
 }
 
+/* Runs `fn` over the team with OpenBLAS at one thread for the job (every
+ * BLAS call inside a part is a one-thread call; 30 ns a switch). */
+static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j,
+                         double work)
+{
+    int blas = eb_blas_threads();
+    eb_blas_set_threads(1);
+    team_product(team, nparts, fn, j, work);
+    eb_blas_set_threads(blas);
+}
+
 static void run_own_split(const eb_plan *p, const double *a, const double *b,
                           double *c, eb_team *team, eb_exec_counters *cnt)
 {
     job j = {.p = p, .a = a, .b = b, .c = c};
-    int blas = eb_blas_threads();
-    eb_blas_set_threads(1);
-    eb_team_run(team, blas_part, &j);
-    eb_blas_set_threads(blas);
+    run_blas_job(team, eb_team_size(team), blas_part, &j,
+                 (double)p->M * (double)p->N * (double)p->K);
     /* One call per part that had columns or rows to compute. */
     int n = eb_team_size(team);
     int64_t calls = 0, lo, hi;
@@ -224,27 +317,46 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
     cnt->gemm_calls += calls;
 }
 
+/* Batch rows split over the team: at most this many parts per thread, so
+ * that a thread that joins late still finds parts to take. */
+enum { ROW_PARTS_PER_THREAD = 4 };
+
 static void run_batched(const eb_plan *p, const double *a, const double *b,
                         double *c, eb_team *team, eb_exec_counters *cnt)
 {
     int64_t rows = row_count(p);
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
-    int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
-    if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
-        rows > 1) {
+    int n = eb_team_size(team);
+    int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV;
+    if (n > 1 && work >= PARALLEL_MIN_WORK && rows >= n) {
+        /* Whole batch elements per part; BLAS ones as one-thread calls. */
         job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, rows_part, &j);
+        int64_t parts = rows < ROW_PARTS_PER_THREAD * n
+                            ? rows
+                            : ROW_PARTS_PER_THREAD * n;
+        if (blas) {
+            run_blas_job(team, (int)parts, rows_part, &j, work);
+            cnt->blas_calls += rows;
+            if (p->kind == EB_KIND_GEMM)
+                cnt->gemm_calls += rows;
+        } else {
+            team_product(team, (int)parts, rows_part, &j, work);
+        }
         return;
     }
-    if (p->kind == EB_KIND_SMALL_GEMM && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK) {
-        job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, gemm_part, &j);
+    if (rows == 1 && n > 1 && work >= PARALLEL_MIN_WORK &&
+        ksplit_parts(p, n) > 1) {
+        run_ksplit(p, a, b, c, ksplit_parts(p, n), team, work);
         return;
     }
-    if (p->kind == EB_KIND_GEMM && rows == 1 && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK && work < OWN_SPLIT_MAX_WORK &&
+    if (p->kind == EB_KIND_SMALL_GEMM && n > 1 && work >= PARALLEL_MIN_WORK) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        team_product(team, n, gemm_part, &j, work);
+        return;
+    }
+    if (p->kind == EB_KIND_GEMM && rows == 1 && n > 1 &&
+        work >= PARALLEL_MIN_WORK &&
         (p->M >= 16 || p->N >= 16)) {
         run_own_split(p, a, b, c, team, cnt);
         return;
@@ -358,7 +470,7 @@ static void run_vec(const eb_plan *p, const double *a, const double *b,
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)
-        eb_team_run(team, vec_part, &j);
+        team_product(team, eb_team_size(team), vec_part, &j, work);
     else
         vec_part(&j, 0, 1);
 }

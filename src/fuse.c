@@ -301,12 +301,23 @@ static void fuse_part(void *arg, int part, int nparts)
     run_blocks(j->g, j->b, part, lo, hi, NULL, &j->cnt[part]);
 }
 
+/* Whether the blocks of a group split evenly enough over n threads to run
+ * whole blocks per thread: the busiest thread may have at most 10% more
+ * than an even share (3 blocks on 2 threads would be 2 against 1.5).
+ * Otherwise the blocks run one after another and each member step splits
+ * its own kernels over the team. */
+static int blocks_balance(int64_t nblocks, int n)
+{
+    int64_t most = (nblocks + n - 1) / n;
+    return (double)most * n <= 1.1 * (double)nblocks;
+}
+
 void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
                   struct eb_team *team, eb_exec_counters *cnt)
 {
     int n = eb_team_size(team);
     int64_t nblocks = (g->w + g->bw - 1) / g->bw;
-    if (n == 1 || b->nparts < n || nblocks < n) {
+    if (n == 1 || b->nparts < n || !blocks_balance(nblocks, n)) {
         run_blocks(g, b, 0, 0, nblocks, team, cnt);
         return;
     }

@@ -96,7 +96,10 @@ typedef struct {
  * whole group on its own buffers, with every kernel single-threaded (BLAS
  * is set to one thread for the group and set back after it): no thread
  * waits for another until the group ends, and the team's budget is what
- * runs.
+ * runs. When the blocks do not share out evenly (the busiest thread would
+ * get more than 10% over an even share, e.g. 3 blocks on 2 threads), the
+ * blocks run one after another on part 0's buffers and each member step
+ * splits its own kernels over the team.
  */
 void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
                   struct eb_team *team, eb_exec_counters *cnt);

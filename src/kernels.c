@@ -673,6 +673,64 @@ static void eb_kern_reduce_row(const eb_xform *x, const double *in, int64_t n,
     }
 }
 
+/* Doubles of the accumulator of reduce_row_dt (on the stack). */
+enum { RED_CHUNK = 512 };
+
+/* eb_kern_reduce_row for the other dtypes: nc components per element (2:
+ * complex, whose sum is the sums of its parts), of float (f32) or double,
+ * summed in double in chunks of the row and rounded once: a float32 sum
+ * then does not grow an error with the number of terms (numpy's pairwise
+ * float32 sum grows it with their logarithm), at the cost of the same
+ * memory traffic. */
+__attribute__((always_inline)) static inline void
+reduce_row_dt(const eb_xform *x, const void *in, int64_t n, int64_t s,
+              void *out, const int nc, const int f32)
+{
+    const float *inf = in;
+    const double *ind = in;
+    double acc[RED_CHUNK];
+    int64_t step = RED_CHUNK / nc;
+    for (int64_t j0 = 0; j0 < n; j0 += step) {
+        int64_t m = n - j0 < step ? n - j0 : step;
+        int64_t idx[EB_MAX_RANK] = {0};
+        int64_t off = j0 * s;
+        for (int first = 1;; first = 0) {
+            for (int64_t j = 0; j < m; j++)
+                for (int c = 0; c < nc; c++) {
+                    int64_t q = (off + j * s) * nc + c;
+                    double v = f32 ? (double)inf[q] : ind[q];
+                    acc[j * nc + c] = first ? v : acc[j * nc + c] + v;
+                }
+            int e = x->red_rank - 1;
+            for (; e >= 0; e--) {
+                off += x->red_stride[e];
+                if (++idx[e] < x->red_shape[e])
+                    break;
+                off -= x->red_stride[e] * x->red_shape[e];
+                idx[e] = 0;
+            }
+            if (e < 0)
+                break;
+        }
+        for (int64_t q = 0; q < m * nc; q++) {
+            if (f32)
+                ((float *)out)[j0 * nc + q] = (float)acc[q];
+            else
+                ((double *)out)[j0 * nc + q] = acc[q];
+        }
+    }
+}
+
+static void eb_kern_reduce_row_dt(const eb_xform *x, const void *in,
+                                  int64_t n, int64_t s, void *out)
+{
+    switch (x->dt) {
+    case EB_F32: reduce_row_dt(x, in, n, s, out, 1, 1); break;
+    case EB_C64: reduce_row_dt(x, in, n, s, out, 2, 1); break;
+    default: reduce_row_dt(x, in, n, s, out, 2, 0); break;
+    }
+}
+
 void eb_xform_plan(eb_xform *x)
 {
     x->planned = x->red_rank == 0;
@@ -683,10 +741,46 @@ void eb_xform_plan(eb_xform *x)
         os[d] = s;
         s *= x->shape[d];
     }
-    eb_perm_plan(&x->perm, x->rank, x->shape, os, x->in_stride, NULL);
+    eb_perm_plan_dt(&x->perm, x->dt, x->rank, x->shape, os, x->in_stride,
+                    NULL);
 }
 
-void eb_kern_xform(const eb_xform *x, const double *in, double *out,
+/* A reduction row by row: out is compact; es is the element size (8 for
+ * float64, whose rows eb_kern_reduce_row sums). */
+__attribute__((always_inline)) static inline void
+reduce_rows(const eb_xform *x, const char *in, char *out, const int64_t es)
+{
+    if (x->rank == 0) {
+        if (es == 8 && x->dt == EB_F64)
+            eb_kern_reduce_row(x, (const double *)in, 1, 0, (double *)out);
+        else
+            eb_kern_reduce_row_dt(x, in, 1, 0, out);
+        return;
+    }
+    int r = x->rank;
+    int64_t n = x->shape[r - 1], s = x->in_stride[r - 1];
+    int64_t idx[EB_MAX_RANK] = {0};
+    int64_t off = 0;
+    for (char *o = out;; o += n * es) {
+        if (es == 8 && x->dt == EB_F64)
+            eb_kern_reduce_row(x, (const double *)in + off, n, s,
+                               (double *)o);
+        else
+            eb_kern_reduce_row_dt(x, in + off * es, n, s, o);
+        int d = r - 2;
+        for (; d >= 0; d--) {
+            off += x->in_stride[d];
+            if (++idx[d] < x->shape[d])
+                break;
+            off -= x->in_stride[d] * x->shape[d];
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+void eb_kern_xform(const eb_xform *x, const void *in, void *out,
                    struct eb_team *team)
 {
     if (x->red_rank == 0) {
@@ -699,29 +793,8 @@ void eb_kern_xform(const eb_xform *x, const double *in, double *out,
         eb_perm_exec(&x->perm, in, NULL, out, team);
         return;
     }
-    if (x->rank == 0) {
-        eb_kern_reduce_row(x, in, 1, 0, out);
-        return;
-    }
-    int r = x->rank;
-    int64_t n = x->shape[r - 1], s = x->in_stride[r - 1];
-    int64_t idx[EB_MAX_RANK] = {0};
-    int64_t off = 0;
-    for (double *o = out;; o += n) {
-        if (x->red_rank == 0)
-            for (int64_t j = 0; j < n; j++)
-                o[j] = in[off + j * s];
-        else
-            eb_kern_reduce_row(x, in + off, n, s, o);
-        int d = r - 2;
-        for (; d >= 0; d--) {
-            off += x->in_stride[d];
-            if (++idx[d] < x->shape[d])
-                break;
-            off -= x->in_stride[d] * x->shape[d];
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return;
-    }
+    if (x->dt == EB_F64)
+        reduce_rows(x, in, out, 8);
+    else
+        reduce_rows(x, in, out, (int64_t)eb_dtype_size(x->dt));
 }

@@ -71,6 +71,8 @@ void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double 
  * permutation engine (permute.h); a reduction runs row by row here.
  */
 typedef struct {
+    eb_dtype dt;  /* element type of in and out (0: float64); set before
+                   * eb_xform_simplify / eb_xform_plan */
     int rank;
     int64_t shape[EB_MAX_RANK];
     int64_t in_stride[EB_MAX_RANK];
@@ -93,7 +95,7 @@ int64_t eb_xform_out_elems(const eb_xform *x);
 
 /* Execute; a planned permutation splits over `team` (NULL: this thread),
  * a reduction runs on this thread. */
-void eb_kern_xform(const eb_xform *x, const double *in, double *out,
+void eb_kern_xform(const eb_xform *x, const void *in, void *out,
                    struct eb_team *team);
 
 #endif

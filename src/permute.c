@@ -211,12 +211,13 @@ static int choose_split(const eb_perm *p)
     return best;
 }
 
-void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
-                  const int64_t *out_stride, const int64_t *x0_stride,
-                  const int64_t *x1_stride)
+void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
+                     const int64_t *out_stride, const int64_t *x0_stride,
+                     const int64_t *x1_stride)
 {
     static const int64_t zeros[EB_MAX_RANK];
     memset(p, 0, sizeof *p);
+    p->dt = dt;
     p->nsrc = x1_stride ? 2 : 1;
     const int64_t *st[3] = {out_stride, x0_stride,
                             x1_stride ? x1_stride : zeros};
@@ -236,11 +237,19 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
                 (double)p->elems * 8 > STREAM_MIN_BYTES;
 }
 
+void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
+                  const int64_t *out_stride, const int64_t *x0_stride,
+                  const int64_t *x1_stride)
+{
+    eb_perm_plan_dt(p, EB_F64, rank, shape, out_stride, x0_stride, x1_stride);
+}
+
 double eb_perm_bytes(const eb_perm *p)
 {
-    double bytes = (double)p->elems * 8;
+    double es = (double)eb_dtype_size(p->dt);
+    double bytes = (double)p->elems * es;
     for (int s = 1; s <= p->nsrc; s++) {
-        double n = 8;
+        double n = es;
         for (int d = 0; d < p->rank; d++)
             if (p->stride[s][d])
                 n *= (double)p->shape[d];
@@ -621,9 +630,61 @@ static void perm_part(void *arg, int part, int nparts)
         eb_kern_perm_nest(p, j->x0, j->x1, j->out, l, h);
 }
 
-void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
-                  double *out, eb_team *team)
+/* One element of a dtype other than float64: out = a or out = a * b. */
+static void elem_dt(eb_dtype dt, int nsrc, char *o, const char *a,
+                    const char *b)
 {
+    if (nsrc == 1) {
+        memcpy(o, a, eb_dtype_size(dt));
+    } else if (dt == EB_F32) {
+        float x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        x *= y;
+        memcpy(o, &x, 4);
+    } else if (dt == EB_C64) {
+        float x[2], y[2], z[2];
+        memcpy(x, a, 8);
+        memcpy(y, b, 8);
+        z[0] = x[0] * y[0] - x[1] * y[1];
+        z[1] = x[0] * y[1] + x[1] * y[0];
+        memcpy(o, z, 8);
+    } else {
+        double x[2], y[2], z[2];
+        memcpy(x, a, 16);
+        memcpy(y, b, 16);
+        z[0] = x[0] * y[0] - x[1] * y[1];
+        z[1] = x[0] * y[1] + x[1] * y[0];
+        memcpy(o, z, 16);
+    }
+}
+
+/* The whole box element by element, for dtypes other than float64. */
+static void eb_kern_perm_dt(const eb_perm *p, const void *x0, const void *x1,
+                            void *out)
+{
+    int64_t es = (int64_t)eb_dtype_size(p->dt);
+    int64_t idx[EB_MAX_RANK] = {0}, off[3] = {0, 0, 0};
+    int td[EB_MAX_RANK];
+    for (int d = 0; d < p->rank; d++)
+        td[d] = d;
+    do {
+        elem_dt(p->dt, p->nsrc, (char *)out + off[0] * es,
+                (const char *)x0 + off[1] * es,
+                (const char *)x1 + off[2] * es);
+    } while (p->rank > 0 &&
+             odometer_next(p, td, p->rank, p->shape, idx, off));
+}
+
+void eb_perm_exec(const eb_perm *p, const void *x0v, const void *x1v,
+                  void *outv, eb_team *team)
+{
+    if (p->dt != EB_F64) {
+        eb_kern_perm_dt(p, x0v, p->nsrc == 2 ? x1v : x0v, outv);
+        return;
+    }
+    const double *x0 = x0v, *x1 = x1v;
+    double *out = outv;
     if (p->nsrc == 1)
         x1 = x0; /* never read: its strides are 0 */
     if (p->rank == 0) {

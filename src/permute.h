@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
 #include "instance.h"
 
 struct eb_team;
@@ -39,6 +40,7 @@ struct eb_team;
 typedef enum { EB_PERM_ROW, EB_PERM_TILE4, EB_PERM_GENERIC } eb_perm_mode;
 
 typedef struct {
+    eb_dtype dt;                    /* element type (0: float64) */
     int rank;                       /* after merging; dims outermost first */
     int nsrc;                       /* 1 or 2 */
     eb_perm_mode mode;
@@ -53,17 +55,24 @@ typedef struct {
     int64_t stride[3][EB_MAX_RANK]; /* 0: out, 1: x0, 2: x1 */
 } eb_perm;
 
-/* Plan out = x0 (x1 NULL) or out = x0 * x1 over `rank` dims of `shape`.
- * Dims may come in any order and include size-1 dims. rank may be 0 (one
- * element). */
+/* Plan out = x0 (x1 NULL) or out = x0 * x1 over `rank` dims of `shape`
+ * for arrays of element type dt (strides in elements; the multiply is the
+ * dtype's, complex (a+bi)(c+di) = (ac-bd) + (ad+bc)i). Dims may come in any
+ * order and include size-1 dims. rank may be 0 (one element). */
+void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
+                     const int64_t *out_stride, const int64_t *x0_stride,
+                     const int64_t *x1_stride);
+
+/* eb_perm_plan_dt for float64. */
 void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
                   const int64_t *out_stride, const int64_t *x0_stride,
                   const int64_t *x1_stride);
 
-/* Execute; x1 is ignored for a one-source plan. The work is split over
- * `team` (NULL: the calling thread) when it is large enough. */
-void eb_perm_exec(const eb_perm *p, const double *x0, const double *x1,
-                  double *out, struct eb_team *team);
+/* Execute on arrays of the plan's dtype; x1 is ignored for a one-source
+ * plan. The work is split over `team` (NULL: the calling thread) when it
+ * is large enough. */
+void eb_perm_exec(const eb_perm *p, const void *x0, const void *x1,
+                  void *out, struct eb_team *team);
 
 /* Bytes read and written by one execution, counting each array once (the
  * traffic the plan's tiles aim for). */

@@ -155,6 +155,14 @@ static const case_t cases[] = {
     {"bi,bj->ijb", "b=3000,i=5,j=6", EB_KIND_OUTER, 0},
     {"zbi,zbj->zijb", "z=3,b=70,i=4,j=9", EB_KIND_OUTER, 0},
     {"bi,bj->ijb", "b=20,i=65,j=3", EB_KIND_OUTER, 0},
+    /* Small C, long K: split along K over the team (the outer rows of a
+     * two-level K, or the one run of K), partial Cs added. */
+    {"ki,kj->ij", "i=19,j=19,k=1748", EB_KIND_SMALL_GEMM, 0},
+    {"ki,kj->ji", "i=11,j=17,k=3001", EB_KIND_SMALL_GEMM, 0},
+    {"amb,anb->nm", "a=41,m=19,b=37,n=13", EB_KIND_SMALL_GEMM, 0},
+    {"amb,anb->mn", "a=3,m=7,b=601,n=5", EB_KIND_SMALL_GEMM, 0},
+    /* Batched BLAS GEMMs split by batch rows. */
+    {"bij,bjk->bik", "b=7,i=45,j=33,k=31", EB_KIND_GEMM, 0},
 };
 
 static void test_cases(void)
@@ -282,13 +290,15 @@ int main(void)
 {
     test_cases();
     test_random();
-    /* Again with two engine threads: the split kernels and permutations
-     * must give the same results. */
+    /* Again with two and three engine threads: the split kernels and
+     * permutations must give the same results. */
     eb_error err;
-    if (eb_team_create(2, &tu_team, &err) == EB_OK) {
-        test_cases();
-        eb_team_destroy(tu_team);
-        tu_team = NULL;
+    for (int threads = 2; threads <= 3; threads++) {
+        if (eb_team_create(threads, &tu_team, &err) == EB_OK) {
+            test_cases();
+            eb_team_destroy(tu_team);
+            tu_team = NULL;
+        }
     }
     return eb_check_done("test_engine");
 }

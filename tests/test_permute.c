@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels.h"
 #include "permute.h"
 #include "team.h"
 
@@ -19,10 +20,49 @@ static uint64_t next(void)
     return rng >> 33;
 }
 
-static void fill(double *x, int64_t n)
+/* n elements of dtype dt (both parts of a complex one) in [-1, 1]. */
+static void fill(eb_dtype dt, void *x, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++)
-        x[i] = (double)(next() % 2001) / 1000.0 - 1.0;
+    int64_t m = n * (eb_dtype_is_complex(dt) ? 2 : 1);
+    for (int64_t i = 0; i < m; i++) {
+        double v = (double)(next() % 2001) / 1000.0 - 1.0;
+        if (eb_dtype_real(dt) == EB_F32)
+            ((float *)x)[i] = (float)v;
+        else
+            ((double *)x)[i] = v;
+    }
+}
+
+/* The naive element: o = a, or o = a * b in dtype dt (complex: (ac - bd)
+ * + (ad + bc)i, each product rounded once, as the engine's kernels). */
+static void elem(eb_dtype dt, void *o, const void *a, const void *b)
+{
+    if (!b) {
+        memcpy(o, a, eb_dtype_size(dt));
+        return;
+    }
+    switch (dt) {
+    case EB_F64:
+        *(double *)o = *(const double *)a * *(const double *)b;
+        break;
+    case EB_F32:
+        *(float *)o = *(const float *)a * *(const float *)b;
+        break;
+    case EB_C128: {
+        const double *x = a, *y = b;
+        double *z = o;
+        z[0] = x[0] * y[0] - x[1] * y[1];
+        z[1] = x[0] * y[1] + x[1] * y[0];
+        break;
+    }
+    default: {
+        const float *x = a, *y = b;
+        float *z = o;
+        z[0] = x[0] * y[0] - x[1] * y[1];
+        z[1] = x[0] * y[1] + x[1] * y[0];
+        break;
+    }
+    }
 }
 
 /* Compact row-major strides of `shape` in the dim order `ord` (ord[0]
@@ -42,21 +82,25 @@ static int64_t strides_in_order(int r, const int64_t *shape, const int *ord,
  * laid out by their strides; scalar: 1 = scalar kernels, 2 = streamed
  * rows. Returns 1 when the engine agrees with the
  * naive loop exactly (a permutation and one multiply are exact). */
+static eb_dtype cur_dt; /* the dtype run_case runs in */
+
 static int run_case(int r, const int64_t *shape, const int *oord,
                     const int64_t *s0, const int64_t *s1, int64_t n0,
                     int64_t n1, eb_team *team, int scalar)
 {
+    eb_dtype dt = cur_dt;
+    size_t es = eb_dtype_size(dt);
     int64_t so[EB_MAX_RANK];
     int64_t n = strides_in_order(r, shape, oord, 1, so);
-    double *x0 = malloc((size_t)n0 * sizeof *x0);
-    double *x1 = s1 ? malloc((size_t)n1 * sizeof *x1) : NULL;
-    double *out = malloc((size_t)n * sizeof *out);
-    double *ref = malloc((size_t)n * sizeof *ref);
-    fill(x0, n0);
+    char *x0 = malloc((size_t)n0 * es);
+    char *x1 = s1 ? malloc((size_t)n1 * es) : NULL;
+    char *out = malloc((size_t)n * es + 1);
+    char *ref = malloc((size_t)n * es + 1);
+    fill(dt, x0, n0);
     if (x1)
-        fill(x1, n1);
-    for (int64_t i = 0; i < n; i++)
-        out[i] = 1e300;
+        fill(dt, x1, n1);
+    memset(out, 0x7f, (size_t)n * es + 1); /* + 1: a guard byte */
+    memset(ref, 0x7f, (size_t)n * es + 1);
     int64_t idx[EB_MAX_RANK] = {0};
     for (int64_t e = 0; e < n; e++) {
         int64_t rem = e, oo = 0, o0 = 0, o1 = 0;
@@ -68,15 +112,16 @@ static int run_case(int r, const int64_t *shape, const int *oord,
             if (s1)
                 o1 += idx[d] * s1[d];
         }
-        ref[oo] = x1 ? x0[o0] * x1[o1] : x0[o0];
+        elem(dt, ref + oo * (int64_t)es, x0 + o0 * (int64_t)es,
+             x1 ? x1 + o1 * (int64_t)es : NULL);
     }
     eb_perm p;
-    eb_perm_plan(&p, r, shape, so, s0, s1);
+    eb_perm_plan_dt(&p, dt, r, shape, so, s0, s1);
     p.scalar = scalar & 1;
     if (scalar & 2) /* non-temporal stores on a row too small to get them */
         p.stream = p.mode == EB_PERM_ROW;
     eb_perm_exec(&p, x0, x1, out, team);
-    int ok = memcmp(out, ref, (size_t)n * sizeof *out) == 0;
+    int ok = memcmp(out, ref, (size_t)n * es + 1) == 0;
     free(x0);
     free(x1);
     free(out);
@@ -140,8 +185,9 @@ static void test_one_source(int r, eb_team *team, int scalar)
         cases++;
         good += run_case(r, shape, ord, s0, NULL, n0, 0, team, scalar);
     } while (next_perm(ord, r));
-    EB_CHECK(good == cases, "rank %d (%d threads, scalar %d): %d of %d "
-             "permutations right", r, eb_team_size(team), scalar, good, cases);
+    EB_CHECK(good == cases, "%s rank %d (%d threads, scalar %d): %d of %d "
+             "permutations right", eb_dtype_name(cur_dt), r,
+             eb_team_size(team), scalar, good, cases);
 }
 
 /* Two sources: x0 compact in a random order with a gap of 2 on its
@@ -171,8 +217,9 @@ static void test_two_sources(int r, int cases, eb_team *team, int scalar)
                     s1[d] = 0;
         good += run_case(r, shape, o[0], s0, s1, n0, n1, team, scalar);
     }
-    EB_CHECK(good == cases, "rank %d two sources (%d threads, scalar %d): "
-             "%d of %d right", r, eb_team_size(team), scalar, good, cases);
+    EB_CHECK(good == cases, "%s rank %d two sources (%d threads, scalar "
+             "%d): %d of %d right", eb_dtype_name(cur_dt), r,
+             eb_team_size(team), scalar, good, cases);
 }
 
 /* Shapes large enough for the team to split them. */
@@ -199,8 +246,8 @@ static void test_large(eb_team *team)
     good += run_case(1, &len, ord, &one, &one, len, len, team, 2);
     good += run_case(1, &len, ord, &zero, &one, 1, len, team, 2);
     good += run_case(1, &len, ord, &one, NULL, len, 0, team, 2);
-    EB_CHECK(good == 23, "large box (%d threads): %d of 23 right",
-             eb_team_size(team), good);
+    EB_CHECK(good == 23, "%s large box (%d threads): %d of 23 right",
+             eb_dtype_name(cur_dt), eb_team_size(team), good);
 }
 
 /* The plan's choices on layouts whose answer is known. */
@@ -230,23 +277,85 @@ static void test_modes(void)
     EB_CHECK(eb_perm_bytes(&p) == 27 * 16, "bytes %g", eb_perm_bytes(&p));
 }
 
+/* eb_kern_xform with reduced dims against a naive sum in double (for
+ * float32 the kernel sums in double and rounds once; complex parts sum
+ * apart): out over dims (a, b) of in[b][c][a][d] summed over c and d, for
+ * each dtype, with out dims and reduced dims of size 1 too. */
+static void test_reduce(eb_dtype dt)
+{
+    static const int64_t cases[4][4] = {
+        {7, 5, 9, 3}, {1, 33, 4, 1}, {65, 1, 1, 700}, {3, 2, 5, 1}};
+    int good = 0;
+    size_t es = eb_dtype_size(dt);
+    int nc = eb_dtype_is_complex(dt) ? 2 : 1;
+    int f32 = eb_dtype_real(dt) == EB_F32;
+    for (int k = 0; k < 4; k++) {
+        int64_t A = cases[k][0], B = cases[k][1], C = cases[k][2],
+                D = cases[k][3];
+        int64_t nin = A * B * C * D, nout = A * B;
+        char *in = malloc((size_t)nin * es);
+        char *out = malloc((size_t)nout * es);
+        fill(dt, in, nin);
+        eb_xform x = {0};
+        x.dt = dt;
+        x.rank = 2;
+        x.shape[0] = A;
+        x.shape[1] = B;
+        x.in_stride[0] = D;           /* a */
+        x.in_stride[1] = C * A * D;   /* b */
+        x.red_rank = 2;
+        x.red_shape[0] = C;
+        x.red_stride[0] = A * D;
+        x.red_shape[1] = D;
+        x.red_stride[1] = 1;
+        eb_xform_simplify(&x);
+        eb_kern_xform(&x, in, out, NULL);
+        int ok = 1;
+        for (int64_t a = 0; a < A; a++)
+            for (int64_t b = 0; b < B; b++)
+                for (int c = 0; c < nc; c++) {
+                    double sum = 0;
+                    for (int64_t i = 0; i < C; i++)
+                        for (int64_t j = 0; j < D; j++) {
+                            int64_t q = ((b * C + i) * A + a) * D + j;
+                            sum += f32 ? ((float *)in)[q * nc + c]
+                                       : ((double *)in)[q * nc + c];
+                        }
+                    int64_t o = (a * B + b) * nc + c;
+                    double got = f32 ? ((float *)out)[o]
+                                     : ((double *)out)[o];
+                    if (f32 ? got != (double)(float)sum : got != sum)
+                        ok = 0;
+                }
+        good += ok;
+        free(in);
+        free(out);
+    }
+    EB_CHECK(good == 4, "%s reductions: %d of 4 right", eb_dtype_name(dt),
+             good);
+}
+
 int main(void)
 {
     eb_error err = {0};
     eb_team *two = NULL;
     EB_CHECK(eb_team_create(2, &two, &err) == EB_OK, "team: %s", err.msg);
     test_modes();
-    for (int r = 1; r <= 8; r++) {
-        test_one_source(r, NULL, 0);
-        if (r <= 6)
-            test_one_source(r, NULL, 1);
-        test_two_sources(r, r <= 5 ? 40 : 10, NULL, 0);
-        test_two_sources(r, 10, NULL, 1);
-        test_two_sources(r, 10, two, 0);
+    for (int t = 0; t < EB_DTYPE_COUNT; t++) {
+        cur_dt = (eb_dtype)t;
+        for (int r = 1; r <= 8; r++) {
+            test_one_source(r, NULL, 0);
+            if (r <= 6)
+                test_one_source(r, NULL, 1);
+            test_two_sources(r, r <= 5 ? 40 : 10, NULL, 0);
+            test_two_sources(r, 10, NULL, 1);
+            test_two_sources(r, 10, two, 0);
+        }
+        test_one_source(4, two, 0);
+        test_large(NULL);
+        test_large(two);
+        test_reduce(cur_dt);
     }
-    test_one_source(4, two, 0);
-    test_large(NULL);
-    test_large(two);
     eb_team_destroy(two);
     return eb_check_done("test_permute");
 }
