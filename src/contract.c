@@ -184,11 +184,18 @@ typedef struct {
     int64_t cost;       /* elements moved */
 } layout;
 
+/* Is the dot product of kind DOT a BLAS call (every dtype but float64,
+ * whose own kernel takes any stride)? */
+static int blas_dot(const eb_plan *p)
+{
+    return p->kind == EB_KIND_DOT && p->dt != EB_F64;
+}
+
 static int kind_ok_a(eb_kind kind, const eb_plan *p, int64_t sam, int64_t sak)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->N == 1))
         return blas_matrix(p->M, p->K, sam, sak);
-    if (kind == EB_KIND_GEMV)
+    if (kind == EB_KIND_GEMV || blas_dot(p))
         return blas_vector(p->K, sak);
     return 1;
 }
@@ -197,7 +204,7 @@ static int kind_ok_b(eb_kind kind, const eb_plan *p, int64_t sbk, int64_t sbn)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->M == 1))
         return blas_matrix(p->K, p->N, sbk, sbn);
-    if (kind == EB_KIND_GEMV)
+    if (kind == EB_KIND_GEMV || blas_dot(p))
         return blas_vector(p->K, sbk);
     return 1;
 }
@@ -329,6 +336,8 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_OUTER;
     if (p->M == 1 && p->N == 1)
         return EB_KIND_DOT;
+    if (p->dt != EB_F64) /* the own GEMM kernels are float64 code */
+        return p->M == 1 || p->N == 1 ? EB_KIND_GEMV : EB_KIND_GEMM;
     if ((p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) || p->K <= LOW_K)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
@@ -435,8 +444,9 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
                     const int *keep, int nkeep, int fixed_order,
                     const int64_t *label_size, eb_plan *p)
 {
-    if (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
-        p->kind != EB_KIND_GEMV)
+    if (p->dt != EB_F64 || (p->kind != EB_KIND_SMALL_GEMM &&
+                             p->kind != EB_KIND_GEMM &&
+                             p->kind != EB_KIND_GEMV))
         return 0;
     if (nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM || p->N > EB_VEC_MAX_DIM ||
         p->K > EB_VEC_MAX_DIM || p->M * p->N * p->K > VEC_MAX_MNK)
@@ -686,14 +696,15 @@ static int skinny_to_blas(const eb_plan *p)
 
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
-                           const int64_t *label_size, eb_plan *p,
-                           eb_error *err)
+                           const int64_t *label_size, eb_dtype dt,
+                           eb_plan *p, eb_error *err)
 {
     if (a->rank > EB_MAX_RANK || (b && b->rank > EB_MAX_RANK) ||
         nkeep > EB_MAX_RANK)
         return eb_error_set(err, EB_ERR_UNSUPPORTED,
                             "a step has more than %d labels", EB_MAX_RANK);
     memset(p, 0, offsetof(eb_plan, bshape));
+    p->dt = dt;
     axes ax[2];
     merge_view(a, &ax[0]);
     if (b)

@@ -1,6 +1,11 @@
 /* contract_exec: execution of a planned contraction step (contract.h):
  * operand preparation, the main kernel per batch element or as one batched
- * call, the output permutation, and their split over the engine team. */
+ * call, the output permutation, and their split over the engine team.
+ *
+ * Buffers are untyped (the plan's dtype); offsets are in elements and
+ * become byte offsets through at(). The own GEMM and dot kernels are
+ * float64 code, reached only by float64 plans (the planner picks BLAS
+ * kinds for the other dtypes). */
 #include "contract.h"
 
 #include <stddef.h>
@@ -9,55 +14,69 @@
 #include "blas.h"
 #include "team.h"
 
+/* Element `off` of a buffer of elements of esz bytes. */
+static inline void *at(const void *base, int64_t off, size_t esz)
+{
+    return (char *)(uintptr_t)base + off * (int64_t)esz;
+}
+
 /* GEMM with general strides mapped onto row-major CBLAS: the plan's
  * strides, with M and N given (a part of the plan's C). */
 static void gemm_strided(const eb_plan *p, int64_t M, int64_t N,
-                         const double *a, const double *b, double *c)
+                         const void *a, const void *b, void *c)
 {
     if (p->scn == 1) {
-        eb_blas_gemm(p->sak != 1, p->sbn != 1, M, N, p->K, a,
-                     p->sak == 1 ? p->sam : p->sak, b,
-                     p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
+        eb_blas_gemm_dt(p->dt, p->sak != 1, p->sbn != 1, M, N, p->K, a,
+                        p->sak == 1 ? p->sam : p->sak, b,
+                        p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
     } else {
         /* C is column-major: compute C^T[N,M] = B^T A^T. */
-        eb_blas_gemm(p->sbk != 1, p->sam != 1, N, M, p->K, b,
-                     p->sbk == 1 ? p->sbn : p->sbk, a,
-                     p->sam == 1 ? p->sak : p->sam, c, p->scn);
+        eb_blas_gemm_dt(p->dt, p->sbk != 1, p->sam != 1, N, M, p->K, b,
+                        p->sbk == 1 ? p->sbn : p->sbk, a,
+                        p->sam == 1 ? p->sak : p->sam, c, p->scn);
     }
 }
 
-static void gemv_strided(const eb_plan *p, const double *a, const double *b,
-                         double *c)
+static void gemv_strided(const eb_plan *p, const void *a, const void *b,
+                         void *c)
 {
     if (p->N == 1) {
         /* y[M] = A[M,K] x[K] */
         int trans = p->sak != 1;
-        eb_blas_gemv(trans, p->M, p->K, a, trans ? p->sak : p->sam, b, p->sbk,
-                     c, p->scm);
+        eb_blas_gemv(p->dt, trans, p->M, p->K, a, trans ? p->sak : p->sam, b,
+                     p->sbk, c, p->scm);
     } else {
         /* y[N] = B[K,N]^T x[K] */
         int trans = p->sbn == 1;
-        eb_blas_gemv(trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a, p->sak,
-                     c, p->scn);
+        eb_blas_gemv(p->dt, trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a,
+                     p->sak, c, p->scn);
     }
 }
 
-/* The own GEMM kernel on columns or rows of the plan's C (M, N given). */
-static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const double *a,
-                       const double *b, double *c)
+/* The own GEMM kernel (float64) on columns or rows of the plan's C (M, N
+ * given). */
+static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const void *a,
+                       const void *b, void *c)
 {
     eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
     eb_kern_small_gemm(M, N, p->K / p->K1, a, p->sam, b, p->sbn, &k, c, p->scm,
                     p->scn);
 }
 
-/* One batch element of the main kernel. */
-static void kernel_one(const eb_plan *p, const double *a, const double *b,
-                       double *c, eb_exec_counters *cnt)
+/* One batch element of the main kernel. cnt may be NULL (a part of a
+ * split run: its caller counts the BLAS calls). */
+static void kernel_one(const eb_plan *p, const void *a, const void *b,
+                       void *c, eb_exec_counters *cnt)
 {
     switch (p->kind) {
     case EB_KIND_DOT:
-        *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        if (p->dt == EB_F64) {
+            *(double *)c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        } else {
+            eb_blas_dot(p->dt, p->K, a, p->sak, b, p->sbk, c);
+            if (cnt)
+                cnt->blas_calls++;
+        }
         break;
     case EB_KIND_SMALL_GEMM:
         small_gemm(p, p->M, p->N, a, b, c);
@@ -102,16 +121,28 @@ static void batch_next(const eb_plan *p, int nd, int64_t *idx, int64_t *off)
     }
 }
 
-/* Batch elements [lo, hi). */
-static void run_rows(const eb_plan *p, const double *a, const double *b,
-                     double *c, int64_t lo, int64_t hi, eb_exec_counters *cnt)
+/* Batch elements [lo, hi), elements of esz bytes (a constant where it is
+ * inlined for float64: the same code as typed pointers). */
+__attribute__((always_inline)) static inline void
+run_rows_esz(const eb_plan *p, const void *a, const void *b, void *c,
+             int64_t lo, int64_t hi, eb_exec_counters *cnt, size_t esz)
 {
     int64_t idx[EB_MAX_RANK], off[3];
     batch_offsets(p, p->nb, lo, idx, off);
     for (int64_t i = lo; i < hi; i++) {
-        kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
+        kernel_one(p, at(a, off[0], esz), at(b, off[1], esz),
+                   at(c, off[2], esz), cnt);
         batch_next(p, p->nb, idx, off);
     }
+}
+
+static void run_rows(const eb_plan *p, const void *a, const void *b, void *c,
+                     int64_t lo, int64_t hi, eb_exec_counters *cnt)
+{
+    if (p->dt == EB_F64)
+        run_rows_esz(p, a, b, c, lo, hi, cnt, sizeof(double));
+    else
+        run_rows_esz(p, a, b, c, lo, hi, cnt, eb_dtype_size(p->dt));
 }
 
 static int64_t row_count(const eb_plan *p)
@@ -145,11 +176,11 @@ static void team_product(eb_team *team, int nparts, eb_team_fn fn, void *j,
 
 typedef struct {
     const eb_plan *p;
-    const double *a, *b;
-    double *c;
+    const void *a, *b;
+    void *c;
     const eb_xform *x;
-    const double *in;
-    double *out;
+    const void *in;
+    void *out;
 } job;
 
 static void rows_part(void *arg, int part, int nparts)
@@ -187,12 +218,13 @@ static void gemm_part(void *arg, int part, int nparts)
     int split_m = longer_side_part(p, 12, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
+    const size_t esz = sizeof(double); /* the own kernel's dtype */
     if (split_m)
-        small_gemm(p, hi - lo, p->N, j->a + lo * p->sam, j->b,
-                   j->c + lo * p->scm);
+        small_gemm(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
+                   at(j->c, lo * p->scm, esz));
     else
-        small_gemm(p, p->M, hi - lo, j->a, j->b + lo * p->sbn,
-                   j->c + lo * p->scn);
+        small_gemm(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
+                   at(j->c, lo * p->scn, esz));
 }
 
 /*
@@ -281,12 +313,13 @@ static void blas_part(void *arg, int part, int nparts)
     int split_m = longer_side_part(p, 8, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
+    size_t esz = eb_dtype_size(p->dt);
     if (split_m)
-        gemm_strided(p, hi - lo, p->N, j->a + lo * p->sam, j->b,
-                     j->c + lo * p->scm);
+        gemm_strided(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
+                     at(j->c, lo * p->scm, esz));
     else
-        gemm_strided(p, p->M, hi - lo, j->a, j->b + lo * p->sbn,
-                     j->c + lo * p->scn);
+        gemm_strided(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
+                     at(j->c, lo * p->scn, esz));
 }
 
 /* Runs `fn` over the team with OpenBLAS at one thread for the job (every
@@ -300,8 +333,8 @@ static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j,
     eb_blas_set_threads(blas);
 }
 
-static void run_own_split(const eb_plan *p, const double *a, const double *b,
-                          double *c, eb_team *team, eb_exec_counters *cnt)
+static void run_own_split(const eb_plan *p, const void *a, const void *b,
+                          void *c, eb_team *team, eb_exec_counters *cnt)
 {
     job j = {.p = p, .a = a, .b = b, .c = c};
     run_blas_job(team, eb_team_size(team), blas_part, &j,
@@ -321,14 +354,17 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
  * that a thread that joins late still finds parts to take. */
 enum { ROW_PARTS_PER_THREAD = 4 };
 
-static void run_batched(const eb_plan *p, const double *a, const double *b,
-                        double *c, eb_team *team, eb_exec_counters *cnt)
+static void run_batched(const eb_plan *p, const void *a, const void *b,
+                        void *c, eb_team *team, eb_exec_counters *cnt)
 {
     int64_t rows = row_count(p);
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     int n = eb_team_size(team);
-    int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV;
+    /* BLAS calls (GEMMs, GEMVs, and dot products outside float64, which
+     * the own kernel does not cover) run as one-thread calls per part. */
+    int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV ||
+               (p->kind == EB_KIND_DOT && p->dt != EB_F64);
     if (n > 1 && work >= PARALLEL_MIN_WORK && rows >= n) {
         /* Whole batch elements per part; BLAS ones as one-thread calls. */
         job j = {.p = p, .a = a, .b = b, .c = c};
@@ -371,21 +407,24 @@ static void xform_part(void *arg, int part, int nparts)
     long long lo, hi;
     eb_team_split(sub.shape[0], part, nparts, &lo, &hi);
     int64_t ostride = eb_xform_out_elems(j->x) / sub.shape[0];
+    size_t esz = eb_dtype_size(j->p->dt);
     sub.shape[0] = hi - lo;
     if (sub.shape[0] > 0)
-        eb_kern_xform(&sub, j->in + lo * sub.in_stride[0],
-                      j->out + lo * ostride, NULL);
+        eb_kern_xform(&sub, at(j->in, lo * sub.in_stride[0], esz),
+                      at(j->out, lo * ostride, esz), NULL);
 }
 
 /* A permutation (the engine splits it over the team itself) or a
- * reduction, split along its outermost output dim. */
-static void xform(const eb_xform *x, const double *in, double *out,
-                  eb_team *team)
+ * reduction, split along its outermost output dim when it writes at least
+ * PARALLEL_MIN_WORK float64s' worth of bytes. */
+static void xform(const eb_plan *p, const eb_xform *x, const void *in,
+                  void *out, eb_team *team)
 {
     int n = eb_team_size(team);
     if (x->red_rank > 0 && n > 1 && x->rank >= 1 && x->shape[0] >= n &&
-        eb_xform_out_elems(x) >= PARALLEL_MIN_WORK) {
-        job j = {.x = x, .in = in, .out = out};
+        eb_xform_out_elems(x) * (int64_t)eb_dtype_size(p->dt) >=
+            PARALLEL_MIN_WORK * (int64_t)sizeof(double)) {
+        job j = {.p = p, .x = x, .in = in, .out = out};
         eb_team_run(team, xform_part, &j);
         return;
     }
@@ -409,7 +448,7 @@ static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
 
 typedef struct {
     const eb_plan *p;
-    const double *a, *b;
+    const double *a, *b; /* float64: the vector-batch GEMM's only dtype */
     double *c, *pack;
     const int64_t *am, *ak, *bk, *bn, *cm, *cn;
 } vec_job;
@@ -454,8 +493,8 @@ static void vec_part(void *arg, int part, int nparts)
     }
 }
 
-static void run_vec(const eb_plan *p, const double *a, const double *b,
-                    double *c, double *pack, eb_team *team)
+static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
+                    void *pack, eb_team *team)
 {
     int64_t am[EB_VEC_MAX_DIM], cm[EB_VEC_MAX_DIM], bn[EB_VEC_MAX_DIM],
         cn[EB_VEC_MAX_DIM], ak[EB_VEC_MAX_DIM], bk[EB_VEC_MAX_DIM];
@@ -475,22 +514,22 @@ static void run_vec(const eb_plan *p, const double *a, const double *b,
         vec_part(&j, 0, 1);
 }
 
-void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
-                      double *prep0, double *prep1, double *tmp, double *out,
+void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
+                      void *prep0, void *prep1, void *tmp, void *out,
                       eb_team *team, eb_exec_counters *cnt)
 {
     if (p->kind == EB_KIND_COPY) {
-        xform(&p->xf[0], a, out, team);
+        xform(p, &p->xf[0], a, out, team);
         cnt->permuted_elems += p->out_elems;
         return;
     }
     if (p->prep[0]) {
-        xform(&p->xf[0], a, prep0, team);
+        xform(p, &p->xf[0], a, prep0, team);
         cnt->permuted_elems += p->prep_elems[0];
         a = prep0;
     }
     if (p->prep[1]) {
-        xform(&p->xf[1], b, prep1, team);
+        xform(p, &p->xf[1], b, prep1, team);
         cnt->permuted_elems += p->prep_elems[1];
         b = prep1;
     }
@@ -502,10 +541,10 @@ void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
         eb_perm_exec(&p->ew, a, b, out, team);
         return;
     }
-    double *c = p->post ? tmp : out;
+    void *c = p->post ? tmp : out;
     run_batched(p, a, b, c, team, cnt);
     if (p->post) {
-        xform(&p->xf_post, tmp, out, team);
+        xform(p, &p->xf_post, tmp, out, team);
         cnt->permuted_elems += p->out_elems;
     }
 }

@@ -1,6 +1,10 @@
 /* permute: the permutation engine (see permute.h). The functions that move
  * data are named eb_kern_perm_* so that profiles group them with the other
- * kernels (scripts/callgrind-window's `engine` category). */
+ * kernels (scripts/callgrind-window's `engine` category).
+ *
+ * Every size below is in bytes, so that a plan of any dtype reads and
+ * writes the same runs of cache lines as float64's (the numbers in the
+ * comments are float64's elements, where they were measured). */
 #include "permute.h"
 
 #include <immintrin.h>
@@ -8,26 +12,27 @@
 
 #include "team.h"
 
-/* Elements each array should have inside a GENERIC tile along its own
+/* Bytes each array should have inside a GENERIC tile along its own
  * innermost dims: 32 doubles are four cache lines, so a tile's runs are
  * whole lines even when they do not start on a line boundary, and each
- * page a tile touches gives it 256 bytes. (16 and 64 measured the same
- * within this machine's noise on random permutations of 24 dims of 2.) */
-#ifndef GENERIC_RUN
-#define GENERIC_RUN 32
+ * page a tile touches gives it 256 bytes. (16 and 64 doubles measured the
+ * same within this machine's noise on random permutations of 24 dims of
+ * 2.) */
+#ifndef GENERIC_RUN_BYTES
+#define GENERIC_RUN_BYTES 256
 #endif
 
-/* Side of a TILE4 tile: 16 x 16 doubles, 2 KiB per array, in L1 together
- * with the other arrays' tiles; 16 sub-tiles of 4 x 4. */
-#ifndef TILE_SIDE
-#define TILE_SIDE 16
+/* Side of a TILE4 tile: 128 bytes (16 x 16 doubles, 2 KiB per array, in
+ * L1 together with the other arrays' tiles; 16 sub-tiles of 4 x 4). */
+#ifndef TILE_SIDE_BYTES
+#define TILE_SIDE_BYTES 128
 #endif
 
-/* TILE4 needs both tile dims this long: shorter ones leave more scalar
- * edge than 4 x 4 blocks, and the GENERIC tile's offset table does better
- * (test_permute's rank-4 to rank-8 boxes of 5s and 3s: 2-3x fewer
- * instructions). */
-enum { TILE4_MIN = 8 };
+/* TILE4 needs both tile dims at least 64 bytes (8 doubles, two register
+ * blocks): shorter ones leave more scalar edge than blocks, and the
+ * GENERIC tile's offset table does better (test_permute's rank-4 to
+ * rank-8 boxes of 5s and 3s: 2-3x fewer instructions). */
+enum { TILE4_MIN_BYTES = 64 };
 
 /* GENERIC tiles of at most this many elements run from a table of
  * offsets built once per execution (24 KiB on the stack): one flat loop
@@ -36,24 +41,55 @@ enum { TILE4_MIN = 8 };
 #define TABLE_MAX 2048
 #endif
 
-/* Long rows are cut into pieces of this many elements (32 KiB of out):
- * nothing is lost per piece, and the team can split a single row (an
- * elementwise multiply of two compact arrays is one row). */
-enum { ROW_BLOCK = 4096 };
+/* Long rows are cut into pieces of 32 KiB of out: nothing is lost per
+ * piece, and the team can split a single row (an elementwise multiply of
+ * two compact arrays is one row). */
+enum { ROW_BLOCK_BYTES = 32768 };
 
 /* ROW outputs of more than STREAM_MIN_BYTES (the last-level cache is 32
  * MiB on this machine class, shared with the inputs) in rows of at least
- * STREAM_MIN_ROW elements are written with non-temporal stores. Short rows
- * are not: on rows of 27 (gm_queen) streaming was 4x slower, the partial
- * lines at each row's ends defeating the write combining. */
-#ifndef STREAM_MIN_ROW
-#define STREAM_MIN_ROW 512
+ * STREAM_MIN_ROW_BYTES are written with non-temporal stores. Short rows
+ * are not: on rows of 27 doubles (gm_queen) streaming was 4x slower, the
+ * partial lines at each row's ends defeating the write combining. */
+#ifndef STREAM_MIN_ROW_BYTES
+#define STREAM_MIN_ROW_BYTES 4096
 #endif
 #define STREAM_MIN_BYTES (24.0 * 1024 * 1024)
 
-/* Below this many elements a job stays on one thread (waking the team costs
- * microseconds). */
-enum { PERM_PARALLEL_MIN = 1 << 16 };
+/* Below this many bytes written a job stays on one thread (waking the
+ * team costs microseconds): 64 Ki doubles. */
+enum { PERM_PARALLEL_MIN_BYTES = 1 << 19 };
+
+/* The kernels' element operations: a copy by element size, or the
+ * multiply of a dtype. Every kernel is instantiated once per kind (the
+ * kind a compile-time constant in its body). complex64 copies are K_CP8,
+ * the same code as float64's. */
+enum { K_CP4, K_CP8, K_CP16, K_MF32, K_MF64, K_MC64, K_MC128, K_COUNT };
+
+#define KIND_ES(k)                                                          \
+    ((k) == K_CP4 || (k) == K_MF32 ? 4                                      \
+     : (k) == K_CP16 || (k) == K_MC128 ? 16 : 8)
+#define KIND_NSRC(k) ((k) <= K_CP16 ? 1 : 2)
+
+static int perm_kind(const eb_perm *p)
+{
+    size_t es = eb_dtype_size(p->dt);
+    if (p->nsrc == 1)
+        return es == 4 ? K_CP4 : es == 16 ? K_CP16 : K_CP8;
+    switch (p->dt) {
+    case EB_F32: return K_MF32;
+    case EB_C64: return K_MC64;
+    case EB_C128: return K_MC128;
+    default: return K_MF64;
+    }
+}
+
+/* A size in bytes as elements of the plan's dtype (at least 1). */
+static int64_t elems_of(const eb_perm *p, int64_t bytes)
+{
+    int64_t n = bytes / (int64_t)eb_dtype_size(p->dt);
+    return n > 0 ? n : 1;
+}
 
 static int64_t iabs64(int64_t v)
 {
@@ -108,6 +144,7 @@ static void simplify(eb_perm *p, int rank, const int64_t *shape,
     p->rank = r;
 }
 
+
 static int64_t tile_elems(const eb_perm *p)
 {
     int64_t n = 1;
@@ -117,12 +154,12 @@ static int64_t tile_elems(const eb_perm *p)
 }
 
 /* GENERIC: grow the tile along array s's innermost dims until it holds
- * GENERIC_RUN elements of them. */
+ * GENERIC_RUN_BYTES of them. */
 static void grow_tile(eb_perm *p, int s)
 {
     int used[EB_MAX_RANK] = {0};
-    int64_t prod = 1;
-    while (prod < GENERIC_RUN) {
+    int64_t prod = 1, run = elems_of(p, GENERIC_RUN_BYTES);
+    while (prod < run) {
         int best = -1;
         for (int d = 0; d < p->rank; d++) {
             int64_t st = iabs64(p->stride[s][d]);
@@ -135,7 +172,7 @@ static void grow_tile(eb_perm *p, int s)
         used[best] = 1;
         /* A dim at most twice what is missing goes in whole: a partial
          * block of a short dim would cost a second, tiny tile. */
-        int64_t want = (GENERIC_RUN + prod - 1) / prod;
+        int64_t want = (run + prod - 1) / prod;
         if (p->shape[best] <= 2 * want)
             want = p->shape[best];
         if (tile_elems(p) / p->block[best] * want > TABLE_MAX && prod > 1)
@@ -163,29 +200,30 @@ static void choose_mode(eb_perm *p)
      * for every few elements (callgrind on tensornetwork_permutation_light,
      * eager: rows of 2 and 4 made the engine 2.5x the old kernel's
      * instructions); the GENERIC tile takes several of them at once. */
-    int row = p->shape[dout] >= GENERIC_RUN / 2;
+    int row = p->shape[dout] >= elems_of(p, GENERIC_RUN_BYTES / 2);
     for (int s = 1; s <= p->nsrc; s++)
         row = row && (p->stride[s][dout] == 0 || unit_dim(p, s) == dout);
     if (row) {
         p->mode = EB_PERM_ROW;
-        p->block[dout] =
-            p->shape[dout] <= 2 * ROW_BLOCK ? p->shape[dout] : ROW_BLOCK;
+        int64_t rb = elems_of(p, ROW_BLOCK_BYTES);
+        p->block[dout] = p->shape[dout] <= 2 * rb ? p->shape[dout] : rb;
         return;
     }
+    int64_t tmin = elems_of(p, TILE4_MIN_BYTES),
+            side = elems_of(p, TILE_SIDE_BYTES);
     for (int t = 1; t <= p->nsrc; t++) {
         int di = unit_dim(p, t);
         if (di < 0 || di == dout || p->stride[t][di] != 1 ||
             p->stride[t][dout] == 0 || p->stride[0][dout] != 1 ||
-            p->shape[di] < TILE4_MIN || p->shape[dout] < TILE4_MIN)
+            p->shape[di] < tmin || p->shape[dout] < tmin)
             continue;
         if (p->nsrc == 2 && !tile4_other_ok(p, 3 - t, di, dout))
             continue;
         p->mode = EB_PERM_TILE4;
         p->tsrc = t;
         p->di = di;
-        p->block[di] = p->shape[di] < TILE_SIDE ? p->shape[di] : TILE_SIDE;
-        p->block[dout] =
-            p->shape[dout] < TILE_SIDE ? p->shape[dout] : TILE_SIDE;
+        p->block[di] = p->shape[di] < side ? p->shape[di] : side;
+        p->block[dout] = p->shape[dout] < side ? p->shape[dout] : side;
         return;
     }
     p->mode = EB_PERM_GENERIC;
@@ -233,8 +271,9 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     choose_mode(p);
     p->split = choose_split(p);
     p->stream = p->mode == EB_PERM_ROW &&
-                p->shape[p->rank - 1] >= STREAM_MIN_ROW &&
-                (double)p->elems * 8 > STREAM_MIN_BYTES;
+                p->shape[p->rank - 1] >= elems_of(p, STREAM_MIN_ROW_BYTES) &&
+                (double)p->elems * (double)eb_dtype_size(dt) >
+                    STREAM_MIN_BYTES;
 }
 
 void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
@@ -260,6 +299,7 @@ double eb_perm_bytes(const eb_perm *p)
 
 /* ---- tiles -------------------------------------------------------------- */
 
+
 /* One step of an odometer over dims td[0..n-1] (the last fastest) with
  * extents ext[], carrying the offsets off[3] of out, x0 and x1 along;
  * 0 when it wrapped around (the walk is over). */
@@ -279,242 +319,351 @@ static int odometer_next(const eb_perm *p, const int *td, int n,
     return 0;
 }
 
+/* One element of kind k: o = a, or o = a * b (complex: (ac - bd) + (ad +
+ * bc)i, each product rounded once, as the vector kernels do: the build is
+ * ISO C, so no multiply-add is contracted). */
+__attribute__((always_inline)) static inline void
+elem(const int k, char *o, const char *a, const char *b)
+{
+    switch (k) {
+    case K_CP4: memcpy(o, a, 4); break;
+    case K_CP8: memcpy(o, a, 8); break;
+    case K_CP16: memcpy(o, a, 16); break;
+    case K_MF32: *(float *)o = *(const float *)a * *(const float *)b; break;
+    case K_MF64:
+        *(double *)o = *(const double *)a * *(const double *)b;
+        break;
+    case K_MC64: {
+        const float *x = (const float *)a, *y = (const float *)b;
+        float re = x[0] * y[0] - x[1] * y[1], im = x[0] * y[1] + x[1] * y[0];
+        ((float *)o)[0] = re;
+        ((float *)o)[1] = im;
+        break;
+    }
+    default: {
+        const double *x = (const double *)a, *y = (const double *)b;
+        double re = x[0] * y[0] - x[1] * y[1], im = x[0] * y[1] + x[1] * y[0];
+        ((double *)o)[0] = re;
+        ((double *)o)[1] = im;
+        break;
+    }
+    }
+}
+
 /* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
  * (outermost first; the last is out's innermost dim), scalar. */
-static void eb_kern_perm_scalar(const eb_perm *p, const int *td, int nt,
-                                const int64_t *ext, const double *x0,
-                                const double *x1, double *out)
+__attribute__((always_inline)) static inline void
+perm_scalar(const eb_perm *p, const int *td, int nt, const int64_t *ext,
+            const char *x0, const char *x1, char *out, const int k)
 {
+    const int64_t es = KIND_ES(k);
     int last = td[nt - 1];
-    int64_t n = ext[last], so = p->stride[0][last], s0 = p->stride[1][last],
-            s1 = p->stride[2][last];
+    int64_t n = ext[last], so = p->stride[0][last] * es,
+            s0 = p->stride[1][last] * es, s1 = p->stride[2][last] * es;
     int64_t idx[EB_MAX_RANK];
-    for (int k = 0; k < nt; k++)
-        idx[k] = 0;
+    for (int q = 0; q < nt; q++)
+        idx[q] = 0;
     int64_t off[3] = {0, 0, 0};
     do {
-        double *restrict w = out + off[0];
-        const double *a = x0 + off[1];
-        if (p->nsrc == 2) {
-            const double *b = x1 + off[2];
-            for (int64_t j = 0; j < n; j++)
-                w[j * so] = a[j * s0] * b[j * s1];
-        } else {
-            for (int64_t j = 0; j < n; j++)
-                w[j * so] = a[j * s0];
-        }
+        char *restrict w = out + off[0] * es;
+        const char *a = x0 + off[1] * es, *b = x1 + off[2] * es;
+        for (int64_t j = 0; j < n; j++)
+            elem(k, w + j * so, a + j * s0, b + j * s1);
     } while (odometer_next(p, td, nt - 1, ext, idx, off));
+}
+
+/* ---- vectors of any kind ------------------------------------------------ */
+
+/* A vector holds 32 bytes of any kind: 4 doubles, 8 floats, 2 complex128,
+ * 4 complex64 (__m256d only names the register). */
+__attribute__((target("avx2"), always_inline)) static inline __m256d
+vload(const char *x)
+{
+    return _mm256_loadu_pd((const double *)x);
+}
+
+/* One element of kind k at x in every slot. */
+__attribute__((target("avx2"), always_inline)) static inline __m256d
+vbcast(const int k, const char *x)
+{
+    if (KIND_ES(k) == 4)
+        return _mm256_castps_pd(_mm256_broadcast_ss((const float *)x));
+    if (KIND_ES(k) == 16)
+        return _mm256_broadcast_pd((const __m128d *)x);
+    return _mm256_broadcast_sd((const double *)x);
+}
+
+/* The multiply of kind k, slot by slot. Complex: a * re(b) and swap(a) *
+ * im(b), then one subtracts in the real slots and adds in the imaginary
+ * ones: the same two roundings per part as elem(). */
+__attribute__((target("avx2"), always_inline)) static inline __m256d
+vmul(const int k, __m256d a, __m256d b)
+{
+    if (k == K_MF32)
+        return _mm256_castps_pd(
+            _mm256_mul_ps(_mm256_castpd_ps(a), _mm256_castpd_ps(b)));
+    if (k == K_MC128) {
+        __m256d re = _mm256_movedup_pd(b), im = _mm256_permute_pd(b, 0xf);
+        __m256d sw = _mm256_permute_pd(a, 0x5);
+        return _mm256_addsub_pd(_mm256_mul_pd(a, re), _mm256_mul_pd(sw, im));
+    }
+    if (k == K_MC64) {
+        __m256 fa = _mm256_castpd_ps(a), fb = _mm256_castpd_ps(b);
+        __m256 re = _mm256_moveldup_ps(fb), im = _mm256_movehdup_ps(fb);
+        __m256 sw = _mm256_permute_ps(fa, 0xb1);
+        return _mm256_castps_pd(
+            _mm256_addsub_ps(_mm256_mul_ps(fa, re), _mm256_mul_ps(sw, im)));
+    }
+    return _mm256_mul_pd(a, b);
 }
 
 /* Store one vector of out: non-temporal (nt, out aligned) or not. */
 #define EB_STORE(ptr, v)                                                    \
-    (nt ? _mm256_stream_pd((ptr), (v)) : _mm256_storeu_pd((ptr), (v)))
+    (nt ? _mm256_stream_pd((double *)(ptr), (v))                            \
+        : _mm256_storeu_pd((double *)(ptr), (v)))
 
-/* One row of n elements with unit stride in out: x0 along the row with
- * stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources). nt: with
- * non-temporal stores, after a scalar head up to a 32-byte boundary (for
- * outputs larger than the last-level cache, whose lines would otherwise be
- * read before they are written). */
+/* Elements [j, n) of a multiply row: x0 along it times x1 along it or
+ * (bc) x1[0]. Four vectors a pass, as the contiguous multiply has always
+ * been (bin_elementwise_mul: 3.9 M instructions a sample against 6.5 M for
+ * two vectors a pass). */
 __attribute__((target("avx2"), always_inline)) static inline void
-row_body(int64_t n, const double *x0, int64_t s0, const double *x1,
-         int64_t s1, int nsrc, double *out, const int nt)
+mul_row(int64_t j, int64_t n, const char *x0, const char *x1, char *out,
+        const int nt, const int k, const int bc)
 {
+    const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k), n4 = n - 4 * v;
+    const int64_t s1 = bc ? 0 : es;
+    __m256d c1 = vbcast(k, x1);
+    for (; j <= n4; j += 4 * v) {
+        __m256d b0 = bc ? c1 : vload(x1 + j * es);
+        __m256d b1 = bc ? c1 : vload(x1 + (j + v) * es);
+        __m256d b2 = bc ? c1 : vload(x1 + (j + 2 * v) * es);
+        __m256d b3 = bc ? c1 : vload(x1 + (j + 3 * v) * es);
+        __m256d a0 = vmul(k, vload(x0 + j * es), b0);
+        __m256d a1 = vmul(k, vload(x0 + (j + v) * es), b1);
+        __m256d a2 = vmul(k, vload(x0 + (j + 2 * v) * es), b2);
+        __m256d a3 = vmul(k, vload(x0 + (j + 3 * v) * es), b3);
+        EB_STORE(out + j * es, a0);
+        EB_STORE(out + (j + v) * es, a1);
+        EB_STORE(out + (j + 2 * v) * es, a2);
+        EB_STORE(out + (j + 3 * v) * es, a3);
+    }
+    for (; j + v <= n; j += v)
+        EB_STORE(out + j * es,
+                 vmul(k, vload(x0 + j * es), bc ? c1 : vload(x1 + j * es)));
+    for (; j < n; j++)
+        elem(k, out + j * es, x0 + j * es, x1 + j * s1);
+}
+
+/* One row of n elements of kind k with unit stride in out: x0 along the
+ * row with stride s0 in {0, 1}, times x1 with s1 in {0, 1} (two sources).
+ * nt: with non-temporal stores, after a scalar head up to a 32-byte
+ * boundary (for outputs larger than the last-level cache, whose lines
+ * would otherwise be read before they are written). */
+__attribute__((target("avx2"), always_inline)) static inline void
+row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
+         char *out, const int nt, const int k)
+{
+    const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
+    const int nsrc = KIND_NSRC(k);
     if (nsrc == 2 && s0 == 0 && s1 == 1) {
-        const double *t = x0;
+        /* Every kind's multiply commutes exactly. */
+        const char *t = x0;
         x0 = x1;
         x1 = t;
         s0 = 1;
         s1 = 0;
     }
-    int64_t j = 0, n16 = n - 16; /* bound of the 4-vector loops: j <= n16
-                                  * costs one instruction less a pass than
-                                  * j + 16 <= n (callgrind, elementwise) */
+    s0 *= es;
+    s1 *= es;
+    int64_t j = 0, n4 = n - 4 * v; /* bound of the 4-vector loops: j <= n4
+                                    * costs one instruction less a pass
+                                    * than j + 4 v <= n (callgrind,
+                                    * elementwise) */
     if (nt)
-        for (; j < n && ((uintptr_t)(out + j) & 31); j++)
-            out[j] = nsrc == 2 ? x0[j * s0] * x1[j * s1] : x0[j * s0];
+        for (; j < n && ((uintptr_t)(out + j * es) & 31); j++)
+            elem(k, out + j * es, x0 + j * s0, x1 + j * s1);
     if (s0 == 0) {
-        double c = nsrc == 2 ? x0[0] * x1[0] : x0[0];
-        __m256d v = _mm256_set1_pd(c);
-        for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j, v);
+        char c[16];
+        elem(k, c, x0, x1);
+        __m256d vc = vbcast(k, c);
+        for (; j + v <= n; j += v)
+            EB_STORE(out + j * es, vc);
         for (; j < n; j++)
-            out[j] = c;
+            memcpy(out + j * es, c, (size_t)es);
         return;
     }
     if (nsrc == 1) {
-        for (; j <= n16; j += 16) {
-            __m256d a0 = _mm256_loadu_pd(x0 + j);
-            __m256d a1 = _mm256_loadu_pd(x0 + j + 4);
-            __m256d a2 = _mm256_loadu_pd(x0 + j + 8);
-            __m256d a3 = _mm256_loadu_pd(x0 + j + 12);
-            EB_STORE(out + j, a0);
-            EB_STORE(out + j + 4, a1);
-            EB_STORE(out + j + 8, a2);
-            EB_STORE(out + j + 12, a3);
+        for (; j <= n4; j += 4 * v) {
+            __m256d a0 = vload(x0 + j * es);
+            __m256d a1 = vload(x0 + (j + v) * es);
+            __m256d a2 = vload(x0 + (j + 2 * v) * es);
+            __m256d a3 = vload(x0 + (j + 3 * v) * es);
+            EB_STORE(out + j * es, a0);
+            EB_STORE(out + (j + v) * es, a1);
+            EB_STORE(out + (j + 2 * v) * es, a2);
+            EB_STORE(out + (j + 3 * v) * es, a3);
         }
-        for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j, _mm256_loadu_pd(x0 + j));
+        for (; j + v <= n; j += v)
+            EB_STORE(out + j * es, vload(x0 + j * es));
         for (; j < n; j++)
-            out[j] = x0[j];
+            elem(k, out + j * es, x0 + j * es, NULL);
         return;
     }
-    if (s1 == 0) {
-        double c = x1[0];
-        __m256d v = _mm256_set1_pd(c);
-        for (; j <= n16; j += 16) {
-            __m256d a0 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v);
-            __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4), v);
-            __m256d a2 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 8), v);
-            __m256d a3 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 12), v);
-            EB_STORE(out + j, a0);
-            EB_STORE(out + j + 4, a1);
-            EB_STORE(out + j + 8, a2);
-            EB_STORE(out + j + 12, a3);
-        }
-        for (; j + 4 <= n; j += 4)
-            EB_STORE(out + j,
-                             _mm256_mul_pd(_mm256_loadu_pd(x0 + j), v));
-        for (; j < n; j++)
-            out[j] = x0[j] * c;
-        return;
-    }
-    /* Four vectors a pass, as the contiguous multiply has always been
-     * (bin_elementwise_mul: 3.9 M instructions a sample against 6.5 M for
-     * two vectors a pass). */
-    for (; j <= n16; j += 16) {
-        __m256d a0 =
-            _mm256_mul_pd(_mm256_loadu_pd(x0 + j), _mm256_loadu_pd(x1 + j));
-        __m256d a1 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 4),
-                                   _mm256_loadu_pd(x1 + j + 4));
-        __m256d a2 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 8),
-                                   _mm256_loadu_pd(x1 + j + 8));
-        __m256d a3 = _mm256_mul_pd(_mm256_loadu_pd(x0 + j + 12),
-                                   _mm256_loadu_pd(x1 + j + 12));
-        EB_STORE(out + j, a0);
-        EB_STORE(out + j + 4, a1);
-        EB_STORE(out + j + 8, a2);
-        EB_STORE(out + j + 12, a3);
-    }
-    for (; j + 4 <= n; j += 4)
-        EB_STORE(out + j, _mm256_mul_pd(_mm256_loadu_pd(x0 + j),
-                                                _mm256_loadu_pd(x1 + j)));
-    for (; j < n; j++)
-        out[j] = x0[j] * x1[j];
+    if (s1 == 0)
+        mul_row(j, n, x0, x1, out, nt, k, 1);
+    else
+        mul_row(j, n, x0, x1, out, nt, k, 0);
 }
 
 #undef EB_STORE
 
-__attribute__((target("avx2"))) static void
-eb_kern_perm_row_avx2(int64_t n, const double *x0, int64_t s0,
-                      const double *x1, int64_t s1, int nsrc, double *out)
-{
-    row_body(n, x0, s0, x1, s1, nsrc, out, 0);
-}
-
-__attribute__((target("avx2"))) static void
-eb_kern_perm_row_stream_avx2(int64_t n, const double *x0, int64_t s0,
-                             const double *x1, int64_t s1, int nsrc,
-                             double *out)
-{
-    row_body(n, x0, s0, x1, s1, nsrc, out, 1);
-}
-
-/* Four rows r[k] = p[k * s + 0..3] transposed in registers: afterwards
- * r[k] holds element k of each input row. */
+/* Transpose the v x v block of kind k in r[0..v-1] (v = 32 / size): r[q]
+ * held row q, afterwards it holds element q of every row. */
 __attribute__((target("avx2"), always_inline)) static inline void
-transpose4(__m256d *r)
+vtranspose(const int k, __m256d *r)
 {
-    __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]);
-    __m256d t1 = _mm256_unpackhi_pd(r[0], r[1]);
-    __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]);
-    __m256d t3 = _mm256_unpackhi_pd(r[2], r[3]);
-    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+    if (KIND_ES(k) == 16) {
+        __m256d t0 = _mm256_permute2f128_pd(r[0], r[1], 0x20);
+        r[1] = _mm256_permute2f128_pd(r[0], r[1], 0x31);
+        r[0] = t0;
+    } else if (KIND_ES(k) == 8) {
+        __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]);
+        __m256d t1 = _mm256_unpackhi_pd(r[0], r[1]);
+        __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]);
+        __m256d t3 = _mm256_unpackhi_pd(r[2], r[3]);
+        r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+        r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+        r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+        r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+    } else {
+        __m256 t[8], u[8];
+        for (int q = 0; q < 8; q += 2) {
+            t[q] = _mm256_unpacklo_ps(_mm256_castpd_ps(r[q]),
+                                      _mm256_castpd_ps(r[q + 1]));
+            t[q + 1] = _mm256_unpackhi_ps(_mm256_castpd_ps(r[q]),
+                                          _mm256_castpd_ps(r[q + 1]));
+        }
+        for (int q = 0; q < 8; q += 4) {
+            u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+            u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xee);
+            u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+            u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xee);
+        }
+        for (int q = 0; q < 4; q++) {
+            r[q] = _mm256_castps_pd(_mm256_permute2f128_ps(u[q], u[q + 4],
+                                                           0x20));
+            r[q + 4] = _mm256_castps_pd(
+                _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
+        }
+    }
 }
 
-/* The other source of a TILE4 tile as 4 rows (one per i, 4 values of o):
+/* The other source of a TILE4 tile as v rows (one per i, v values of o):
  * by how it is laid out along (i, o). */
 enum { LOAD_DIRECT, LOAD_BCAST, LOAD_TRANS };
 
 __attribute__((target("avx2"), always_inline)) static inline void
-load_other(const double *x, int64_t si, int64_t so, int kind, __m256d *m)
+load_other(const int k, const char *x, int64_t si, int64_t so, int how,
+           __m256d *m)
 {
-    if (kind == LOAD_DIRECT) {
-        for (int k = 0; k < 4; k++)
-            m[k] = _mm256_loadu_pd(x + k * si);
-    } else if (kind == LOAD_BCAST) {
-        for (int k = 0; k < 4; k++)
-            m[k] = _mm256_broadcast_sd(x + k * si);
+    const int v = 32 / KIND_ES(k);
+    if (how == LOAD_DIRECT) {
+        for (int q = 0; q < v; q++)
+            m[q] = vload(x + q * si);
+    } else if (how == LOAD_BCAST) {
+        for (int q = 0; q < v; q++)
+            m[q] = vbcast(k, x + q * si);
     } else {
-        for (int k = 0; k < 4; k++)
-            m[k] = _mm256_loadu_pd(x + k * so);
-        transpose4(m);
+        for (int q = 0; q < v; q++)
+            m[q] = vload(x + q * so);
+        vtranspose(k, m);
     }
 }
 
-/* A TILE4 tile of ni x no elements: xt (unit stride along i, stride st
- * along o) transposed into out (stride oi along i, unit along o), times
- * xo (strides (xi, xs)) when two sources. Full 4 x 4 blocks in registers,
- * the edges scalar. */
-__attribute__((target("avx2"))) static void
-eb_kern_perm_tile4_avx2(int64_t ni, int64_t no, const double *xt,
-                        int64_t st, const double *xo, int64_t xi, int64_t xs,
-                        int nsrc, double *out, int64_t oi)
+/* A TILE4 tile of ni x no elements of kind k: xt (unit stride along i,
+ * stride st along o) transposed into out (stride oi along i, unit along
+ * o), times xo (strides (xi, xs)) when two sources. Full v x v blocks in
+ * registers (4 x 4 doubles, 8 x 8 floats, 2 x 2 complex128), the edges
+ * scalar. */
+__attribute__((target("avx2"), always_inline)) static inline void
+tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
+          int64_t xi, int64_t xs, char *out, int64_t oi, const int k)
 {
-    int kind = xs == 1 ? LOAD_DIRECT : xs == 0 ? LOAD_BCAST : LOAD_TRANS;
-    int64_t ni4 = ni / 4 * 4, no4 = no / 4 * 4;
-    for (int64_t i = 0; i < ni4; i += 4)
-        for (int64_t o = 0; o < no4; o += 4) {
-            __m256d r[4];
-            for (int k = 0; k < 4; k++)
-                r[k] = _mm256_loadu_pd(xt + (o + k) * st + i);
-            transpose4(r);
+    const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
+    const int nsrc = KIND_NSRC(k);
+    int how = xs == 1 ? LOAD_DIRECT : xs == 0 ? LOAD_BCAST : LOAD_TRANS;
+    st *= es;
+    xi *= es;
+    xs *= es;
+    oi *= es;
+    int64_t niv = ni / v * v, nov = no / v * v;
+    for (int64_t i = 0; i < niv; i += v)
+        for (int64_t o = 0; o < nov; o += v) {
+            __m256d r[8];
+            for (int q = 0; q < v; q++)
+                r[q] = vload(xt + (o + q) * st + i * es);
+            vtranspose(k, r);
             if (nsrc == 2) {
-                __m256d m[4];
-                load_other(xo + i * xi + o * xs, xi, xs, kind, m);
-                for (int k = 0; k < 4; k++)
-                    r[k] = _mm256_mul_pd(r[k], m[k]);
+                __m256d m[8];
+                load_other(k, xo + i * xi + o * xs, xi, xs, how, m);
+                for (int q = 0; q < v; q++)
+                    r[q] = vmul(k, r[q], m[q]);
             }
-            for (int k = 0; k < 4; k++)
-                _mm256_storeu_pd(out + (i + k) * oi + o, r[k]);
+            for (int q = 0; q < v; q++)
+                _mm256_storeu_pd((double *)(out + (i + q) * oi + o * es),
+                                 r[q]);
         }
     for (int64_t i = 0; i < ni; i++)
-        for (int64_t o = i < ni4 ? no4 : 0; o < no; o++) {
-            double v = xt[o * st + i];
-            out[i * oi + o] = nsrc == 2 ? v * xo[i * xi + o * xs] : v;
-        }
+        for (int64_t o = i < niv ? nov : 0; o < no; o++)
+            elem(k, out + i * oi + o * es, xt + o * st + i * es,
+                 xo + i * xi + o * xs);
 }
+
+/* The vector kernels of each kind, called through tables by kind. */
+typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
+                    int64_t s1, char *out);
+typedef void tile_fn(int64_t ni, int64_t no, const char *xt, int64_t st,
+                     const char *xo, int64_t xi, int64_t xs, char *out,
+                     int64_t oi);
+
+#define EB_VEC_KERNELS(K)                                                   \
+    __attribute__((target("avx2"))) static void eb_kern_perm_row_avx2_##K(  \
+        int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,  \
+        char *out)                                                          \
+    {                                                                       \
+        row_body(n, x0, s0, x1, s1, out, 0, K);                             \
+    }                                                                       \
+    __attribute__((target("avx2"))) static void                             \
+        eb_kern_perm_row_stream_avx2_##K(int64_t n, const char *x0,         \
+                                         int64_t s0, const char *x1,        \
+                                         int64_t s1, char *out)             \
+    {                                                                       \
+        row_body(n, x0, s0, x1, s1, out, 1, K);                             \
+    }                                                                       \
+    __attribute__((target("avx2"))) static void eb_kern_perm_tile4_avx2_##K( \
+        int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo, \
+        int64_t xi, int64_t xs, char *out, int64_t oi)                      \
+    {                                                                       \
+        tile_body(ni, no, xt, st, xo, xi, xs, out, oi, K);                  \
+    }
+EB_VEC_KERNELS(K_CP4)
+EB_VEC_KERNELS(K_CP8)
+EB_VEC_KERNELS(K_CP16)
+EB_VEC_KERNELS(K_MF32)
+EB_VEC_KERNELS(K_MF64)
+EB_VEC_KERNELS(K_MC64)
+EB_VEC_KERNELS(K_MC128)
+#undef EB_VEC_KERNELS
+
+#define EB_BY_KIND(pre)                                                     \
+    {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
+     pre##K_MC64, pre##K_MC128}
+static row_fn *const row_fns[2][K_COUNT] = {
+    EB_BY_KIND(eb_kern_perm_row_avx2_),
+    EB_BY_KIND(eb_kern_perm_row_stream_avx2_)};
+static tile_fn *const tile_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_tile4_avx2_);
 
 /* ---- execution ---------------------------------------------------------- */
-
-static void tile(const eb_perm *p, const int *td, int nt, const int64_t *ext,
-                 const double *x0, const double *x1, double *out, int avx2)
-{
-    int last = p->rank - 1;
-    if (avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
-        (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
-        (p->stride[2][last] == 0 || p->stride[2][last] == 1)) {
-        if (p->stream)
-            eb_kern_perm_row_stream_avx2(ext[last], x0, p->stride[1][last],
-                                         x1, p->stride[2][last], p->nsrc,
-                                         out);
-        else
-            eb_kern_perm_row_avx2(ext[last], x0, p->stride[1][last], x1,
-                                  p->stride[2][last], p->nsrc, out);
-        return;
-    }
-    if (avx2 && p->mode == EB_PERM_TILE4) {
-        int t = p->tsrc, o = 3 - t, di = p->di;
-        const double *xt = t == 1 ? x0 : x1, *xo = t == 1 ? x1 : x0;
-        eb_kern_perm_tile4_avx2(ext[di], ext[last], xt, p->stride[t][last], xo,
-                   p->stride[o][di], p->stride[o][last], p->nsrc, out,
-                   p->stride[0][di]);
-        return;
-    }
-    eb_kern_perm_scalar(p, td, nt, ext, x0, x1, out);
-}
 
 /* Offsets of a full GENERIC tile's elements in out, x0 and x1, in out's
  * order; returns the element count (0: no table, the tile is too large). */
@@ -537,25 +686,24 @@ static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
     return (int)n;
 }
 
-static void eb_kern_perm_table(int n, const int32_t *t, const double *x0,
-                       const double *x1, int nsrc, double *out)
+__attribute__((always_inline)) static inline void
+perm_table(int n, const int32_t *t, const char *x0, const char *x1,
+           char *out, const int k)
 {
+    const int64_t es = KIND_ES(k);
     const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
-    if (nsrc == 2)
-        for (int e = 0; e < n; e++)
-            out[to[e]] = x0[t0[e]] * x1[t1[e]];
-    else
-        for (int e = 0; e < n; e++)
-            out[to[e]] = x0[t0[e]];
+    for (int e = 0; e < n; e++)
+        elem(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
 }
 
 /* The loop nest with the split dim limited to [lo, hi): every dim of more
  * than one block steps by its block; the tile covers the blocked dims. */
-static void eb_kern_perm_nest(const eb_perm *p, const double *x0,
-                              const double *x1, double *out, int64_t lo,
-                              int64_t hi)
+__attribute__((always_inline)) static inline void
+perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
+          int64_t lo, int64_t hi, const int k)
 {
-    int r = p->rank;
+    const int64_t es = KIND_ES(k);
+    int r = p->rank, last = r - 1;
     int64_t beg[EB_MAX_RANK], end[EB_MAX_RANK], pos[EB_MAX_RANK],
         ext[EB_MAX_RANK];
     int td[EB_MAX_RANK], nt = 0, ld[EB_MAX_RANK], nl = 0;
@@ -578,43 +726,92 @@ static void eb_kern_perm_nest(const eb_perm *p, const double *x0,
     int32_t table[3 * TABLE_MAX];
     int ntab = p->mode == EB_PERM_GENERIC || !avx2
                    ? build_table(p, td, nt, table) : 0;
+    int row = avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
+              (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
+              (p->stride[2][last] == 0 || p->stride[2][last] == 1);
+    int tile4 = avx2 && p->mode == EB_PERM_TILE4;
+    int t = p->tsrc, o = 3 - t, di = p->di;
     for (;;) {
+        const char *a = x0 + off[1] * es, *b = x1 + off[2] * es;
+        char *w = out + off[0] * es;
         int full = 1;
-        for (int k = 0; k < nt; k++)
-            full = full && ext[td[k]] == p->block[td[k]];
+        for (int q = 0; q < nt; q++)
+            full = full && ext[td[q]] == p->block[td[q]];
         if (ntab && full)
-            eb_kern_perm_table(ntab, table, x0 + off[1], x1 + off[2], p->nsrc,
-                       out + off[0]);
+            perm_table(ntab, table, a, b, w, k);
+        else if (row)
+            row_fns[p->stream][k](ext[last], a, p->stride[1][last], b,
+                                  p->stride[2][last], w);
+        else if (tile4)
+            tile_fns[k](ext[di], ext[last], t == 1 ? a : b,
+                        p->stride[t][last], t == 1 ? b : a, p->stride[o][di],
+                        p->stride[o][last], w, p->stride[0][di]);
         else
-            tile(p, td, nt, ext, x0 + off[1], x1 + off[2], out + off[0],
-                 avx2);
-        int k = nl - 1;
-        for (; k >= 0; k--) {
-            int d = ld[k];
-            int64_t b = p->block[d];
-            pos[d] += b;
+            perm_scalar(p, td, nt, ext, a, b, w, k);
+        int q = nl - 1;
+        for (; q >= 0; q--) {
+            int d = ld[q];
+            int64_t bl = p->block[d];
+            pos[d] += bl;
             for (int s = 0; s < 3; s++)
-                off[s] += b * p->stride[s][d];
+                off[s] += bl * p->stride[s][d];
             if (pos[d] < end[d]) {
-                ext[d] = end[d] - pos[d] < b ? end[d] - pos[d] : b;
+                ext[d] = end[d] - pos[d] < bl ? end[d] - pos[d] : bl;
                 break;
             }
             for (int s = 0; s < 3; s++)
                 off[s] -= (pos[d] - beg[d]) * p->stride[s][d];
             pos[d] = beg[d];
-            ext[d] = end[d] - beg[d] < b ? end[d] - beg[d] : b;
+            ext[d] = end[d] - beg[d] < bl ? end[d] - beg[d] : bl;
         }
-        if (k < 0)
+        if (q < 0)
             break;
     }
     if (p->stream && avx2)
         _mm_sfence(); /* streamed stores visible before the part ends */
 }
 
+typedef void nest_fn(const eb_perm *p, const char *x0, const char *x1,
+                     char *out, int64_t lo, int64_t hi);
+
+#define EB_NEST(K)                                                          \
+    static void eb_kern_perm_nest_##K(                                      \
+        const eb_perm *p, const char *x0, const char *x1, char *out,        \
+        int64_t lo, int64_t hi)                                             \
+    {                                                                       \
+        perm_nest(p, x0, x1, out, lo, hi, K);                               \
+    }
+EB_NEST(K_CP4)
+EB_NEST(K_CP8)
+EB_NEST(K_CP16)
+EB_NEST(K_MF32)
+EB_NEST(K_MF64)
+EB_NEST(K_MC64)
+EB_NEST(K_MC128)
+#undef EB_NEST
+
+static nest_fn *const nests[K_COUNT] = EB_BY_KIND(eb_kern_perm_nest_);
+#undef EB_BY_KIND
+
+/* One element (a plan of rank 0). */
+static void one_elem(int k, char *o, const char *a, const char *b)
+{
+    switch (k) {
+    case K_CP4: elem(K_CP4, o, a, b); break;
+    case K_CP8: elem(K_CP8, o, a, b); break;
+    case K_CP16: elem(K_CP16, o, a, b); break;
+    case K_MF32: elem(K_MF32, o, a, b); break;
+    case K_MF64: elem(K_MF64, o, a, b); break;
+    case K_MC64: elem(K_MC64, o, a, b); break;
+    default: elem(K_MC128, o, a, b); break;
+    }
+}
+
 typedef struct {
     const eb_perm *p;
-    const double *x0, *x1;
-    double *out;
+    nest_fn *nest;
+    const char *x0, *x1;
+    char *out;
 } perm_job;
 
 static void perm_part(void *arg, int part, int nparts)
@@ -627,76 +824,25 @@ static void perm_part(void *arg, int part, int nparts)
     eb_team_split((p->shape[d] + b - 1) / b, part, nparts, &lo, &hi);
     int64_t l = lo * b, h = hi * b < p->shape[d] ? hi * b : p->shape[d];
     if (l < h)
-        eb_kern_perm_nest(p, j->x0, j->x1, j->out, l, h);
+        j->nest(p, j->x0, j->x1, j->out, l, h);
 }
 
-/* One element of a dtype other than float64: out = a or out = a * b. */
-static void elem_dt(eb_dtype dt, int nsrc, char *o, const char *a,
-                    const char *b)
+void eb_perm_exec(const eb_perm *p, const void *x0, const void *x1,
+                  void *out, eb_team *team)
 {
-    if (nsrc == 1) {
-        memcpy(o, a, eb_dtype_size(dt));
-    } else if (dt == EB_F32) {
-        float x, y;
-        memcpy(&x, a, 4);
-        memcpy(&y, b, 4);
-        x *= y;
-        memcpy(o, &x, 4);
-    } else if (dt == EB_C64) {
-        float x[2], y[2], z[2];
-        memcpy(x, a, 8);
-        memcpy(y, b, 8);
-        z[0] = x[0] * y[0] - x[1] * y[1];
-        z[1] = x[0] * y[1] + x[1] * y[0];
-        memcpy(o, z, 8);
-    } else {
-        double x[2], y[2], z[2];
-        memcpy(x, a, 16);
-        memcpy(y, b, 16);
-        z[0] = x[0] * y[0] - x[1] * y[1];
-        z[1] = x[0] * y[1] + x[1] * y[0];
-        memcpy(o, z, 16);
-    }
-}
-
-/* The whole box element by element, for dtypes other than float64. */
-static void eb_kern_perm_dt(const eb_perm *p, const void *x0, const void *x1,
-                            void *out)
-{
-    int64_t es = (int64_t)eb_dtype_size(p->dt);
-    int64_t idx[EB_MAX_RANK] = {0}, off[3] = {0, 0, 0};
-    int td[EB_MAX_RANK];
-    for (int d = 0; d < p->rank; d++)
-        td[d] = d;
-    do {
-        elem_dt(p->dt, p->nsrc, (char *)out + off[0] * es,
-                (const char *)x0 + off[1] * es,
-                (const char *)x1 + off[2] * es);
-    } while (p->rank > 0 &&
-             odometer_next(p, td, p->rank, p->shape, idx, off));
-}
-
-void eb_perm_exec(const eb_perm *p, const void *x0v, const void *x1v,
-                  void *outv, eb_team *team)
-{
-    if (p->dt != EB_F64) {
-        eb_kern_perm_dt(p, x0v, p->nsrc == 2 ? x1v : x0v, outv);
-        return;
-    }
-    const double *x0 = x0v, *x1 = x1v;
-    double *out = outv;
     if (p->nsrc == 1)
         x1 = x0; /* never read: its strides are 0 */
+    int k = perm_kind(p);
     if (p->rank == 0) {
-        out[0] = p->nsrc == 2 ? x0[0] * x1[0] : x0[0];
+        one_elem(k, out, x0, x1);
         return;
     }
+    perm_job j = {.p = p, .nest = nests[k], .x0 = x0, .x1 = x1, .out = out};
     if (eb_team_size(team) > 1 && p->split >= 0 &&
-        p->elems >= PERM_PARALLEL_MIN) {
-        perm_job j = {.p = p, .x0 = x0, .x1 = x1, .out = out};
+        p->elems * (int64_t)eb_dtype_size(p->dt) >=
+            PERM_PARALLEL_MIN_BYTES) {
         eb_team_run(team, perm_part, &j);
         return;
     }
-    eb_kern_perm_nest(p, x0, x1, out, 0,
-                      p->split >= 0 ? p->shape[p->split] : 0);
+    j.nest(p, x0, x1, out, 0, p->split >= 0 ? p->shape[p->split] : 0);
 }

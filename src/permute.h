@@ -18,12 +18,19 @@
  *   ROW:   out's innermost dim is also every source's innermost (or a
  *          source is constant along it): contiguous vector rows;
  *   TILE4: a source's unit-stride dim differs from out's: square tiles of
- *          those two dims, moved by AVX2 4x4 transposes in registers;
+ *          those two dims, moved by AVX2 transposes of 32-byte rows in
+ *          registers (4 x 4 doubles or complex64, 8 x 8 floats, 2 x 2
+ *          complex128);
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
- *          spanning each array's innermost dims until each has >= 16
- *          elements, walked by scalar loops.
- * The AVX2 kernels are chosen at run time (function-level target, no
- * -march); the scalar paths give the same results and run under valgrind.
+ *          spanning each array's innermost dims until each has >= 256
+ *          bytes, walked by scalar loops.
+ * Tile sides, row pieces and thresholds are sizes in bytes, so every dtype
+ * moves the same cache lines as float64. The element operation is a copy
+ * by element size (complex64 copies are float64's code) or the dtype's
+ * multiply. The AVX2 kernels are chosen at run time (function-level
+ * target, no -march); the scalar paths give bit-identical results (the
+ * complex multiply rounds each product once, no FMA, in both) and run
+ * under valgrind.
  *
  * An eb_perm is a plain value (no pointers): copy it, keep it in a plan.
  */

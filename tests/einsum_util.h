@@ -20,11 +20,12 @@
 /* The engine threads the helpers run with (NULL: one thread). */
 static eb_team *tu_team;
 
-/* Build an instance from fs and a size for each code point (sizes[cp] for
- * ASCII, or via size_of for any code point). */
-static inline eb_instance *tu_instance(const char *fs,
-                                       int64_t (*size_of)(uint32_t cp, void *),
-                                       void *arg)
+/* Build an instance of dtype `dtype` ("float64", ...) from fs and a size
+ * for each code point (via size_of). */
+static inline eb_instance *tu_instance_dt(const char *fs,
+                                          int64_t (*size_of)(uint32_t cp,
+                                                             void *),
+                                          void *arg, const char *dtype)
 {
     int n = 1;
     const char *arrow = strstr(fs, "->");
@@ -45,14 +46,22 @@ static inline eb_instance *tu_instance(const char *fs,
     }
     eb_instance *inst = NULL;
     eb_error err;
-    if (eb_instance_build("test", "test", fs, "float64", n, shapes, ranks,
-                          &inst, &err))
+    if (eb_instance_build("test", "test", fs, dtype, n, shapes, ranks, &inst,
+                          &err))
         fprintf(stderr, "tu_instance(%s): %s\n", fs, err.msg);
     for (int k = 0; k < n; k++)
         free(shapes[k]);
     free(shapes);
     free(ranks);
     return inst;
+}
+
+/* The same in float64. */
+static inline eb_instance *tu_instance(const char *fs,
+                                       int64_t (*size_of)(uint32_t cp, void *),
+                                       void *arg)
+{
+    return tu_instance_dt(fs, size_of, arg, "float64");
 }
 
 /* Elements of the instance's output. */
@@ -74,7 +83,7 @@ static inline double tu_run_twice(const eb_executor *ex, const double *ref,
     eb_exec_counters cnt = {0};
     eb_error err;
     for (int r = 0; r < 2; r++) {
-        const double *out;
+        const void *out;
         memset(&cnt, 0, sizeof cnt);
         if (ex->run(ex->ctx, &out, &cnt, &err)) {
             fprintf(stderr, "run: %s\n", err.msg);

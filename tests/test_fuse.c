@@ -65,7 +65,7 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
         st = eb_ref_einsum(inst, ops->views, ref, &err);
     } else if (!(st = eb_exec_create(EB_MODE_EAGER, inst, path, ops->views,
                                      pool, NULL, NULL, &ex, &err))) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         st = ex.run(ex.ctx, &out, &cnt, &err);
         if (!st)

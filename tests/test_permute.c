@@ -277,6 +277,96 @@ static void test_modes(void)
     EB_CHECK(eb_perm_bytes(&p) == 27 * 16, "bytes %g", eb_perm_bytes(&p));
 }
 
+/* The plan's choices per dtype are in bytes: a transpose's tile is 128
+ * bytes a side (32 floats, 16 doubles or complex64, 8 complex128), a long
+ * row is cut every 32 KiB, a copy merges into one row. */
+static void test_modes_dt(eb_dtype dt)
+{
+    eb_perm p;
+    int64_t es = (int64_t)eb_dtype_size(dt), side = 128 / es;
+    int64_t shape[2] = {64, 64}, id[2] = {64, 1}, tr[2] = {1, 64};
+    eb_perm_plan_dt(&p, dt, 2, shape, id, tr, NULL);
+    EB_CHECK(p.dt == dt && p.mode == EB_PERM_TILE4 && p.block[0] == side &&
+                 p.block[1] == side,
+             "%s: a transpose runs in %lld-element tiles (mode %d block "
+             "%lld)", eb_dtype_name(dt), (long long)side, p.mode,
+             (long long)p.block[0]);
+    eb_perm_plan_dt(&p, dt, 2, shape, id, tr, id);
+    EB_CHECK(p.mode == EB_PERM_TILE4, "%s: a multiply by a transpose runs "
+             "in tiles (mode %d)", eb_dtype_name(dt), p.mode);
+    int64_t len = 1 << 20, one = 1;
+    eb_perm_plan_dt(&p, dt, 1, &len, &one, &one, &one);
+    EB_CHECK(p.mode == EB_PERM_ROW && p.block[0] == 32768 / es,
+             "%s: a long row is cut every 32 KiB (block %lld)",
+             eb_dtype_name(dt), (long long)p.block[0]);
+    EB_CHECK(eb_perm_bytes(&p) == 3.0 * (double)len * (double)es,
+             "%s: bytes of a multiply %g", eb_dtype_name(dt),
+             eb_perm_bytes(&p));
+}
+
+/* TILE4 multiplies: out row-major, x0 transposed (the tile's source),
+ * x1 read directly, broadcast along out's rows or transposed too; sizes
+ * with edges beyond every dtype's register blocks. */
+static void test_tile_mul(eb_team *team)
+{
+    static const int64_t shape[2] = {37, 45};
+    int nat[2] = {0, 1}, tr[2] = {1, 0}, good = 0, cases = 0;
+    int64_t s0[2], s1[3][2];
+    int64_t n0 = strides_in_order(2, shape, tr, 1, s0);
+    int64_t n1 = strides_in_order(2, shape, nat, 1, s1[0]);
+    strides_in_order(2, shape, tr, 1, s1[1]);
+    s1[2][0] = 1;
+    s1[2][1] = 0;
+    for (int l = 0; l < 3; l++)
+        for (int scalar = 0; scalar <= 1; scalar++) {
+            eb_perm p;
+            eb_perm_plan_dt(&p, cur_dt, 2, shape, (int64_t[]){45, 1}, s0,
+                            s1[l]);
+            cases += 2;
+            good += p.mode == EB_PERM_TILE4;
+            good += run_case(2, shape, nat, s0, s1[l], n0, n1, team, scalar);
+        }
+    EB_CHECK(good == cases, "%s tiled multiplies (%d threads): %d of %d "
+             "right", eb_dtype_name(cur_dt), eb_team_size(team), good,
+             cases);
+}
+
+/* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
+ * dim (nothing written, nothing read). */
+static void test_edges(eb_dtype dt)
+{
+    size_t es = eb_dtype_size(dt);
+    char a[16], b[16], o[16], want[16];
+    fill(dt, a, 1);
+    fill(dt, b, 1);
+    eb_perm p;
+    eb_perm_plan_dt(&p, dt, 0, NULL, NULL, NULL, NULL);
+    eb_perm_exec(&p, a, NULL, o, NULL);
+    EB_CHECK(memcmp(o, a, es) == 0, "%s: rank 0 copy", eb_dtype_name(dt));
+    int64_t none[1] = {0};
+    eb_perm_plan_dt(&p, dt, 0, none, none, none, none);
+    eb_perm_exec(&p, a, b, o, NULL);
+    elem(dt, want, a, b);
+    EB_CHECK(memcmp(o, want, es) == 0, "%s: rank 0 multiply",
+             eb_dtype_name(dt));
+    int64_t s1[4] = {1, 37, 1, 21}, st[4];
+    int o1[4] = {3, 1, 0, 2}, in_ord[4] = {2, 3, 0, 1};
+    int64_t n = strides_in_order(4, s1, in_ord, 1, st);
+    cur_dt = dt;
+    EB_CHECK(run_case(4, s1, o1, st, NULL, n, 0, NULL, 0) &&
+                 run_case(4, s1, o1, st, st, n, n, NULL, 0),
+             "%s: size-1 dims", eb_dtype_name(dt));
+    int64_t z[3] = {5, 0, 7}, zs[3] = {1, 5, 0}, zo[3] = {7, 7, 1};
+    memset(o, 0x55, sizeof o);
+    eb_perm_plan_dt(&p, dt, 3, z, zo, zs, zs);
+    eb_perm_exec(&p, NULL, NULL, o, NULL);
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof o; i++)
+        untouched = untouched && o[i] == 0x55;
+    EB_CHECK(p.elems == 0 && untouched, "%s: a zero-size dim writes "
+             "nothing (elems %lld)", eb_dtype_name(dt), (long long)p.elems);
+}
+
 /* eb_kern_xform with reduced dims against a naive sum in double (for
  * float32 the kernel sums in double and rounds once; complex parts sum
  * apart): out over dims (a, b) of in[b][c][a][d] summed over c and d, for
@@ -355,6 +445,10 @@ int main(void)
         test_large(NULL);
         test_large(two);
         test_reduce(cur_dt);
+        test_modes_dt(cur_dt);
+        test_edges(cur_dt);
+        test_tile_mul(NULL);
+        test_tile_mul(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
