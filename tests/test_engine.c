@@ -12,11 +12,18 @@ typedef struct {
 } case_t;
 
 static const case_t cases[] = {
-    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,jk->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,kj->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    /* All sides <= 64, M and N multiples of 4: the own kernel. */
+    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ki", "i=64,j=33,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=64,j=48,k=42", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=3,i=40,j=33,k=30", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
@@ -35,7 +42,7 @@ static const case_t cases[] = {
     {",ij->ij", "i=3,j=4", EB_KIND_OUTER, 0},
     {",->", "", EB_KIND_MUL, 0},
     {"i,->i", "i=5", EB_KIND_OUTER, 0},
-    {"aij,jk->aik", "a=1,i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"aij,jk->aik", "a=1,i=68,j=48,k=40", EB_KIND_GEMM, 0},
     {"ij,jk->ik", "i=1,j=1,k=1", EB_KIND_MUL, 0},
     {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
     {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
@@ -103,6 +110,20 @@ static const case_t cases[] = {
     {"ijb,jkb->ikb", "i=12,j=144,k=12,b=300", EB_KIND_VEC_GEMM, 0},
     {"ijb,jb->ib", "i=11,j=13,b=70", EB_KIND_VEC_GEMM, 0},
     {"ijb,jkb->ikb", "i=5,j=7,k=6,b=7", -1, -1},
+    /* ... and with unit stride in one operand only: the other (smaller
+     * than what the per-batch plan would move) is permuted to end with
+     * it first. A batch label in the middle of A, one at the end of B
+     * (eager's canonical orders on the lm networks), a batched GEMV,
+     * another batch dim, C with w not innermost; w below VEC_MIN_W and
+     * matrices past VEC_PREP_MAX_MNK stay with the other kernels. */
+    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=37", EB_KIND_VEC_GEMM, 1},
+    {"bY,JKYb->bJK", "b=53,Y=7,J=3,K=5", EB_KIND_VEC_GEMM, 1},
+    {"MkNbK,PkQKb->MNbPQ", "M=3,k=2,N=5,K=3,P=2,Q=3,b=41", EB_KIND_VEC_GEMM, 1},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 1},
+    {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
+    {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
+    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", -1, -1},
+    {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", -1, -1},
     /* Outer products along a batch dim of unit stride in C: the engine's
      * rows along it; operands small next to C (the first) are first
      * permuted into C's order, the others are read in tiles as they lie. */
