@@ -11,6 +11,7 @@ _einsum_bench() {
   fi
   case $prev in
     --mode) mapfile -t COMPREPLY < <(compgen -W "eager trace both" -- "$cur"); return ;;
+    --dtype) mapfile -t COMPREPLY < <(compgen -W "float64 float32 complex128 complex64" -- "$cur"); return ;;
     --fill) mapfile -t COMPREPLY < <(compgen -W "zeros random random:" -- "$cur"); return ;;
     --strategy) mapfile -t COMPREPLY < <(compgen -W "all opt_flops opt_size" -- "$cur"); return ;;
     --minimize) mapfile -t COMPREPLY < <(compgen -W "flops size" -- "$cur"); return ;;

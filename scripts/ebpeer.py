@@ -13,8 +13,10 @@ with the C engine's. This module holds everything except the framework call:
   into one einsum subscript string relabelled to ASCII letters (numpy and
   torch accept only a-z, A-Z). One implementation of those semantics, the
   engine's, so the peers cannot drift from it,
-- input creation (zeros, the seeded random fill shared bit for bit with the C
-  tool, or DIR/k.npy),
+- input creation in the run's dtype (the file's "dtype", or --dtype
+  float64|float32|complex128|complex64 as the tool's): zeros, the seeded
+  random fill shared bit for bit with the C tool, or DIR/k.npy of exactly
+  that dtype,
 - the measurement loop and its statistics (median = sorted[n/2], IQR =
   sorted[3n/4] - sorted[n/4], MAD with the same median convention),
 - machine metadata, record writing, the human table and the command line.
@@ -124,16 +126,36 @@ def _mix64_array(z):
     return z
 
 
-def random_fill(shape, seed, k):
+DTYPES = ("float64", "float32", "complex128", "complex64")
+
+
+def random_fill(shape, seed, k, dtype="float64"):
     """Operand k of the given shape filled as `--fill random:SEED` does.
 
     Uniform in [-1, 1); every operation is exact in float64, so the values
-    equal the C tool's bit for bit.
+    equal the C tool's bit for bit. Other dtypes take the same float64
+    stream: float32 rounds each value to nearest, a complex element takes
+    two consecutive values (real, imaginary; the interleaved layout read as
+    2n float64), complex64 both rounded to float32.
     """
     import numpy as np
     n = 1
     for d in shape:
         n *= d
+    if dtype.startswith("complex"):
+        pairs = _random_stream(2 * n, seed, k)
+        if dtype == "complex64":
+            pairs = pairs.astype(np.float32)
+        return pairs.view(np.dtype(dtype)).reshape(tuple(shape))
+    out = _random_stream(n, seed, k)
+    if dtype != "float64":
+        out = out.astype(np.dtype(dtype))
+    return out.reshape(tuple(shape))
+
+
+def _random_stream(n, seed, k):
+    """Elements 0..n-1 of operand k's float64 stream, flat."""
+    import numpy as np
     out = np.empty(n, dtype=np.float64)
     base = np.uint64(fill_base(seed, k))
     for start in range(0, n, FILL_CHUNK):
@@ -143,7 +165,7 @@ def random_fill(shape, seed, k):
         z += base
         v = _mix64_array(z) >> np.uint64(11)
         out[start:stop] = v.astype(np.float64) * 2.0 ** -53 * 2.0 - 1.0
-    return out.reshape(tuple(shape))
+    return out
 
 
 def parse_fill(text):
@@ -324,6 +346,7 @@ class Instance:
     inputs: list                # one str of labels per operand
     output: str
     shapes: list                # one tuple per operand
+    dtype: str = "float64"      # as the file says
 
     @property
     def num_tensors(self):
@@ -384,7 +407,8 @@ def load_plan(file, paths=None, strategy="all"):
                     doc["format_string"],
                     [t["labels"] for t in doc["inputs"]],
                     doc["output"]["labels"],
-                    [tuple(t["shape"]) for t in doc["inputs"]])
+                    [tuple(t["shape"]) for t in doc["inputs"]],
+                    doc.get("dtype", "float64"))
     chosen, stored = [], []
     for q in doc["paths"]:
         path = StoredPath(q["strategy"], [tuple(s["pair"]) for s in q["steps"]],
@@ -432,8 +456,9 @@ def run_plan(plan, operands, einsum):
 # Inputs
 
 
-def load_npy(file, shape):
-    """DIR/k.npy: float64, C order, exactly the operand's shape."""
+def load_npy(file, shape, dtype="float64"):
+    """DIR/k.npy: the run's dtype (little-endian), C order, exactly the
+    operand's shape."""
     import numpy as np
     try:
         with _open_regular(file, 1 << 62) as f:
@@ -442,28 +467,32 @@ def load_npy(file, shape):
         raise InputError("%s: cannot open: %s" % (file, e.strerror or e))
     except ValueError as e:
         raise InputError("%s: not a valid .npy file (%s)" % (file, e))
-    if arr.dtype != np.float64:
-        raise InputError("%s: dtype: %s (expected float64)"
-                         % (file, arr.dtype))
+    want = np.dtype(dtype).newbyteorder("<")
+    if arr.dtype != want or arr.dtype.byteorder == ">":
+        raise InputError("%s: dtype: %s (expected %s, '%s', the run's dtype)"
+                         % (file, arr.dtype.str if arr.dtype.byteorder == ">"
+                            else arr.dtype, dtype, want.str))
     if not arr.flags.c_contiguous and arr.ndim > 1:
         raise InputError("%s: fortran_order: true (expected C order)" % file)
     if tuple(arr.shape) != tuple(shape):
         raise InputError("%s: shape: %s (expected %s)"
                          % (file, list(arr.shape), list(shape)))
-    return np.array(arr, dtype=np.float64, order="C")
+    return np.array(arr, dtype=np.dtype(dtype), order="C")
 
 
-def make_inputs(inst, fill, inputs_dir=None):
-    """The operands as numpy arrays, every page written (not calloc'd)."""
+def make_inputs(inst, fill, inputs_dir=None, dtype="float64"):
+    """The operands as numpy arrays of dtype, every page written (not
+    calloc'd)."""
     import numpy as np
     arrays = []
     for k, shape in enumerate(inst.shapes):
         if inputs_dir is not None:
-            arr = load_npy(os.path.join(inputs_dir, "%d.npy" % k), shape)
+            arr = load_npy(os.path.join(inputs_dir, "%d.npy" % k), shape,
+                           dtype)
         elif fill[0] == "random":
-            arr = random_fill(shape, fill[1], k)
+            arr = random_fill(shape, fill[1], k, dtype)
         else:
-            arr = np.empty(shape, dtype=np.float64)
+            arr = np.empty(shape, dtype=np.dtype(dtype))
             arr.fill(0.0)
         arrays.append(arr)
     return arrays
@@ -537,6 +566,7 @@ def run_record(backend, args, argv):
         "modes": backend.mode,
         "strategies": args.strategy_text,
         "fill": args.fill,
+        "dtype": args.dtype,
         "threads": args.threads,
         "warmups": args.warmup,
         "samples": args.samples,
@@ -600,11 +630,17 @@ def measure(backend, plan, tensors, warmup, samples):
     return times, faults, out
 
 
+def run_dtype(inst, args):
+    """The dtype a measurement runs in: --dtype, else the file's."""
+    return args.dtype or inst.dtype
+
+
 def base_record(backend, inst, strategy, args):
     """The measurement record's identity fields, before any result."""
     return {
         "type": "measurement", "backend": backend.name,
         "instance": inst.name, "strategy": strategy, "mode": backend.mode,
+        "dtype": run_dtype(inst, args), "file_dtype": inst.dtype,
         "status": "ok", "error": None, "path_source": None,
         "path_inline": None, "path_digest": None, "reused_from": None,
         "threads": args.threads, "openblas_threads": None,
@@ -633,15 +669,15 @@ def result_fields(times, faults, plan):
     return rec
 
 
-def save_output(directory, inst, strategy, mode, out):
-    """DIR/<instance>.<strategy>.<mode>.npy, float64 in C order."""
+def save_output(directory, inst, strategy, mode, out, dtype="float64"):
+    """DIR/<instance>.<strategy>.<mode>.npy, the run's dtype in C order."""
     import numpy as np
     path = os.path.join(directory, "%s.%s.%s.npy" % (inst.name, strategy,
                                                      mode))
     try:
         os.makedirs(directory, exist_ok=True)
         # asarray, not ascontiguousarray: that one makes a scalar shape (1,).
-        np.save(path, np.asarray(out, dtype=np.float64, order="C"))
+        np.save(path, np.asarray(out, dtype=np.dtype(dtype), order="C"))
     except OSError as e:
         raise InputError("%s: cannot write: %s" % (path, e.strerror or e))
 
@@ -667,7 +703,11 @@ def run_instance(backend, file, args, emit):
     record. Raises InputError before any record when the instance, its
     paths or its inputs are bad."""
     inst, pathset, chosen = load_plan(file, args.paths, args.strategy_text)
-    arrays = make_inputs(inst, args.fill_spec, args.inputs)
+    dtype = run_dtype(inst, args)
+    if dtype not in DTYPES:
+        raise InputError("%s: dtype: '%s' is not supported (expected one of "
+                         "%s)" % (inst.file, dtype, ", ".join(DTYPES)))
+    arrays = make_inputs(inst, args.fill_spec, args.inputs, dtype)
     tensors = [backend.tensor(a) for a in arrays]
     done = {}    # tuple(steps) -> (strategy, record, output)
     for path, plan in chosen:
@@ -697,7 +737,7 @@ def run_instance(backend, file, args, emit):
                          out if args.save_output else None)
         if out is not None and args.save_output:
             save_output(args.save_output, inst, path.strategy, backend.mode,
-                        backend.to_numpy(out))
+                        backend.to_numpy(out), dtype)
         out = None
         emit(rec)
 
@@ -888,6 +928,9 @@ def parser(prog, description):
                    help="threads of every runtime (default 1)")
     p.add_argument("--fill", default="zeros", metavar="zeros|random[:SEED]",
                    help="input fill (default zeros; random seed default 1)")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="run every instance in this dtype (default: the "
+                        "file's \"dtype\")")
     p.add_argument("--inputs", metavar="DIR",
                    help="operand k is read from DIR/k.npy")
     p.add_argument("--save-output", metavar="DIR",

@@ -51,7 +51,7 @@ eb_status eb_bench_run(const eb_executor *ex, const eb_bench_opts *o,
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }
     eb_status st = EB_OK;
-    const double *out = NULL;
+    const void *out = NULL;
     for (int w = 0; w < o->warmups && !st && !stop_now(o, r); w++) {
         eb_exec_counters c = {0};
         st = ex->run(ex->ctx, &out, &c, err);

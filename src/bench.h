@@ -34,7 +34,7 @@ typedef struct {
     int64_t *minflt;            /* minor page faults per sample */
     eb_stats stats;
     eb_exec_counters per_sample; /* counters of one (the last) sample */
-    const double *out;          /* output of the last sample */
+    const void *out;            /* output of the last sample (inst->dt) */
     eb_bench_stop stopped;      /* samples < opts.samples unless DONE */
 } eb_bench_result;
 

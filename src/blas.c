@@ -4,30 +4,95 @@
 #include <cblas.h>
 #include <limits.h>
 
+/* alpha = 1 and beta = 0 for the complex routines, which take them by
+ * pointer as (real, imaginary) pairs of their real type. */
+static const double z_one[2] = {1, 0}, z_zero[2] = {0, 0};
+static const float c_one[2] = {1, 0}, c_zero[2] = {0, 0};
+
+static enum CBLAS_TRANSPOSE op(int trans)
+{
+    return trans ? CblasTrans : CblasNoTrans;
+}
+
+void eb_blas_gemm_dt(eb_dtype dt, int trans_a, int trans_b, int64_t M,
+                     int64_t N, int64_t K, const void *a, int64_t lda,
+                     const void *b, int64_t ldb, void *c, int64_t ldc)
+{
+    blasint m = (blasint)M, n = (blasint)N, k = (blasint)K;
+    blasint la = (blasint)lda, lb = (blasint)ldb, lc = (blasint)ldc;
+    switch (dt) {
+    case EB_F32:
+        cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), m, n, k, 1.0f,
+                    a, la, b, lb, 0.0f, c, lc);
+        break;
+    case EB_C128:
+        cblas_zgemm(CblasRowMajor, op(trans_a), op(trans_b), m, n, k, z_one,
+                    a, la, b, lb, z_zero, c, lc);
+        break;
+    case EB_C64:
+        cblas_cgemm(CblasRowMajor, op(trans_a), op(trans_b), m, n, k, c_one,
+                    a, la, b, lb, c_zero, c, lc);
+        break;
+    default:
+        cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), m, n, k, 1.0, a,
+                    la, b, lb, 0.0, c, lc);
+        break;
+    }
+}
+
 void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                   const double *a, int64_t lda, const double *b, int64_t ldb,
                   double *c, int64_t ldc)
 {
-    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0, c,
-                (blasint)ldc);
+    eb_blas_gemm_dt(EB_F64, trans_a, trans_b, M, N, K, a, lda, b, ldb, c,
+                    ldc);
 }
 
-void eb_blas_gemv(int trans, int64_t M, int64_t N, const double *a,
-                  int64_t lda, const double *x, int64_t incx, double *y,
+void eb_blas_gemv(eb_dtype dt, int trans, int64_t M, int64_t N, const void *a,
+                  int64_t lda, const void *x, int64_t incx, void *y,
                   int64_t incy)
 {
     /* CBLAS takes the stored matrix's rows and columns. */
     blasint rows = (blasint)(trans ? N : M), cols = (blasint)(trans ? M : N);
-    cblas_dgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols,
-                1.0, a, (blasint)lda, x, (blasint)incx, 0.0, y, (blasint)incy);
+    blasint la = (blasint)lda, ix = (blasint)incx, iy = (blasint)incy;
+    switch (dt) {
+    case EB_F32:
+        cblas_sgemv(CblasRowMajor, op(trans), rows, cols, 1.0f, a, la, x, ix,
+                    0.0f, y, iy);
+        break;
+    case EB_C128:
+        cblas_zgemv(CblasRowMajor, op(trans), rows, cols, z_one, a, la, x, ix,
+                    z_zero, y, iy);
+        break;
+    case EB_C64:
+        cblas_cgemv(CblasRowMajor, op(trans), rows, cols, c_one, a, la, x, ix,
+                    c_zero, y, iy);
+        break;
+    default:
+        cblas_dgemv(CblasRowMajor, op(trans), rows, cols, 1.0, a, la, x, ix,
+                    0.0, y, iy);
+        break;
+    }
 }
 
-double eb_blas_dot(int64_t n, const double *x, int64_t incx, const double *y,
-                   int64_t incy)
+void eb_blas_dot(eb_dtype dt, int64_t n, const void *x, int64_t incx,
+                 const void *y, int64_t incy, void *out)
 {
-    return cblas_ddot((blasint)n, x, (blasint)incx, y, (blasint)incy);
+    blasint k = (blasint)n, ix = (blasint)incx, iy = (blasint)incy;
+    switch (dt) {
+    case EB_F32:
+        *(float *)out = cblas_sdot(k, x, ix, y, iy);
+        break;
+    case EB_C128:
+        cblas_zdotu_sub(k, x, ix, y, iy, out);
+        break;
+    case EB_C64:
+        cblas_cdotu_sub(k, x, ix, y, iy, out);
+        break;
+    default:
+        *(double *)out = cblas_ddot(k, x, ix, y, iy);
+        break;
+    }
 }
 
 int64_t eb_blas_max_dim(void)

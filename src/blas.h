@@ -3,26 +3,39 @@
  * cblas.h). Row-major, alpha = 1, beta = 0: every call overwrites its
  * output, so callers never zero it first. Dimensions must fit in an int
  * (OpenBLAS's blasint here); the planner checks that before it picks BLAS.
+ *
+ * One wrapper per routine family, dispatching on the dtype (dtype.h) to
+ * the s, d, c or z routine; strides and leading dimensions in elements.
+ * Complex products are never conjugated (einsum does not conjugate).
  */
 #ifndef EB_BLAS_H
 #define EB_BLAS_H
 
 #include <stdint.h>
 
-/* C[M,N] = op(A) op(B); trans_* nonzero means the operand is stored
- * transposed (A as [K][M] with lda >= M, B as [N][K] with ldb >= K). */
+#include "dtype.h"
+
+/* C[M,N] = op(A) op(B) in dtype dt; trans_* nonzero means the operand is
+ * stored transposed (A as [K][M] with lda >= M, B as [N][K] with
+ * ldb >= K). */
+void eb_blas_gemm_dt(eb_dtype dt, int trans_a, int trans_b, int64_t M,
+                     int64_t N, int64_t K, const void *a, int64_t lda,
+                     const void *b, int64_t ldb, void *c, int64_t ldc);
+
+/* eb_blas_gemm_dt in float64. */
 void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                   const double *a, int64_t lda, const double *b, int64_t ldb,
                   double *c, int64_t ldc);
 
-/* y[M] = op(A) x; A is [M][N] with lda (trans = 0) or [N][M] (trans = 1),
- * M being the length of y. */
-void eb_blas_gemv(int trans, int64_t M, int64_t N, const double *a,
-                  int64_t lda, const double *x, int64_t incx, double *y,
+/* y[M] = op(A) x in dtype dt; A is [M][N] with lda (trans = 0) or [N][M]
+ * (trans = 1), M being the length of y. */
+void eb_blas_gemv(eb_dtype dt, int trans, int64_t M, int64_t N, const void *a,
+                  int64_t lda, const void *x, int64_t incx, void *y,
                   int64_t incy);
 
-double eb_blas_dot(int64_t n, const double *x, int64_t incx, const double *y,
-                   int64_t incy);
+/* *out = sum_i x[i incx] y[i incy] in dtype dt (unconjugated). */
+void eb_blas_dot(eb_dtype dt, int64_t n, const void *x, int64_t incx,
+                 const void *y, int64_t incy, void *out);
 
 /* Largest dimension or leading dimension BLAS accepts. */
 int64_t eb_blas_max_dim(void);

@@ -8,7 +8,8 @@ double eb_budget_inputs(const eb_instance *inst)
 {
     double b = 0;
     for (int k = 0; k < inst->num_tensors; k++)
-        b += (double)eb_instance_operand_elems(inst, k) * sizeof(double);
+        b += (double)eb_instance_operand_elems(inst, k) *
+             (double)eb_dtype_size(inst->dt);
     return b;
 }
 
@@ -23,7 +24,7 @@ static double slot_elems(const eb_instance *inst, const eb_schedule *s,
 double eb_budget_peak(const eb_instance *inst, const eb_schedule *sched)
 {
     double inputs = eb_budget_inputs(inst), live = 0, peak = 0;
-    const double d = sizeof(double);
+    const double d = (double)eb_dtype_size(inst->dt);
     for (int t = 0; t < sched->num_steps; t++) {
         const eb_sched_step *st = &sched->steps[t];
         double a = slot_elems(inst, sched, st->a) * d;

@@ -18,6 +18,8 @@
 
 #include "schedule.h"
 
+/* Bytes are in the run's dtype (inst->dt, after any --dtype). */
+
 /* Bytes of every input operand. */
 double eb_budget_inputs(const eb_instance *inst);
 

@@ -1,4 +1,5 @@
-/* calibrate: measure F and BW, and the per-machine cache of them. */
+/* calibrate: measure F (per dtype) and BW, and the per-machine cache of
+ * them. */
 #include "calibrate.h"
 
 #include <errno.h>
@@ -19,7 +20,7 @@
 #include "window.h"
 
 enum {
-    GEMM_N = 1024,              /* F: C = A B at 1024^3 */
+    GEMM_N = 1024,              /* F: C = A B at 1024^3, every dtype */
     GEMM_RUNS = 3,
     STREAM_ELEMS = (32 << 20) / 8,  /* three arrays of 32 MiB */
     STREAM_RUNS = 5,
@@ -67,19 +68,29 @@ static double *alloc_filled(size_t n, double v)
     return p;
 }
 
-/* Best time of `runs` dgemm calls after one warmup, in ns; 0 on no memory. */
-static int64_t gemm_best_ns(int threads)
+/* Zeros, like the tool's default fill and the bench's references; every
+ * page written. */
+static void *alloc_zeroed(size_t bytes)
 {
-    size_t n = (size_t)GEMM_N * GEMM_N;
-    /* Zeros, like the tool's default fill and the bench's references. */
-    double *a = alloc_filled(n, 0), *b = alloc_filled(n, 0);
-    double *c = alloc_filled(n, 0);
+    void *p = eb_mem_alloc(bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+/* Best time of `runs` GEMM calls of dtype dt after one warmup, in ns; 0 on
+ * no memory. */
+static int64_t gemm_best_ns(int threads, eb_dtype dt)
+{
+    size_t bytes = (size_t)GEMM_N * GEMM_N * eb_dtype_size(dt);
+    void *a = alloc_zeroed(bytes), *b = alloc_zeroed(bytes);
+    void *c = alloc_zeroed(bytes);
     int64_t best = 0;
     if (a && b && c) {
         for (int k = 0; k <= GEMM_RUNS; k++) {
             run_clock t0 = clock_start();
-            eb_blas_gemm(0, 0, GEMM_N, GEMM_N, GEMM_N, a, GEMM_N, b, GEMM_N,
-                         c, GEMM_N);
+            eb_blas_gemm_dt(dt, 0, 0, GEMM_N, GEMM_N, GEMM_N, a, GEMM_N, b,
+                            GEMM_N, c, GEMM_N);
             int64_t t = clock_elapsed(t0, threads);
             if (k > 0 && (best == 0 || t < best))
                 best = t;
@@ -129,19 +140,38 @@ static int64_t stream_best_ns(eb_team *team)
     return best;
 }
 
-eb_status eb_calib_measure(int threads, eb_rates *out, eb_error *err)
+/* F of every dtype in `dtypes` into out->gflops (the others untouched). */
+static eb_status measure_gemms(int threads, unsigned dtypes, eb_rates *out,
+                               eb_error *err)
 {
+    for (int dt = 0; dt < EB_DTYPE_COUNT; dt++) {
+        if (!(dtypes & 1u << dt))
+            continue;
+        int64_t ns = gemm_best_ns(threads, (eb_dtype)dt);
+        if (ns <= 0)
+            return eb_error_set(err, EB_ERR_NOMEM, "calibrate: out of memory "
+                                "(needs 3 x %zu MiB)",
+                                eb_dtype_size((eb_dtype)dt));
+        out->gflops[dt] = 2.0 * GEMM_N * GEMM_N * GEMM_N / (double)ns;
+    }
+    return EB_OK;
+}
+
+eb_status eb_calib_measure(int threads, unsigned dtypes, eb_rates *out,
+                           eb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    eb_status st = measure_gemms(threads, dtypes, out, err);
     eb_team *team;
-    eb_status st = eb_team_create(threads, &team, err);
+    if (!st)
+        st = eb_team_create(threads, &team, err);
     if (st)
         return st;
-    int64_t gemm_ns = gemm_best_ns(threads);
     int64_t stream_ns = stream_best_ns(team);
     eb_team_destroy(team);
-    if (gemm_ns <= 0 || stream_ns <= 0)
+    if (stream_ns <= 0)
         return eb_error_set(err, EB_ERR_NOMEM, "calibrate: out of memory "
-                            "(needs 3 x 8 MiB, then 3 x 32 MiB)");
-    out->gflops = 2.0 * GEMM_N * GEMM_N * GEMM_N / (double)gemm_ns;
+                            "(needs 3 x 32 MiB)");
     out->gbs = 3.0 * STREAM_ELEMS * sizeof(double) / (double)stream_ns;
     return EB_OK;
 }
@@ -194,11 +224,22 @@ static eb_status read_small(const char *file, char **text, eb_error *err)
     return EB_OK;
 }
 
-enum { F_MAGIC, F_CPU, F_CONFIG, F_CORE, F_THREADS, F_GFLOPS, F_GBS, F_DATE,
-       F_COUNT };
+/* F_GFLOPS + dt is the F of dtype dt; float64's keeps the name "gflops"
+ * (older files have only that one). */
+enum { F_MAGIC, F_CPU, F_CONFIG, F_CORE, F_THREADS, F_GBS, F_DATE, F_GFLOPS,
+       F_COUNT = F_GFLOPS + EB_DTYPE_COUNT };
 static const char *const field_names[F_COUNT] = {
-    MAGIC, "cpu_model", "blas_config", "blas_core", "threads", "gflops",
-    "gbs", "date"};
+    MAGIC, "cpu_model", "blas_config", "blas_core", "threads", "gbs", "date",
+    [F_GFLOPS + EB_F64] = "gflops",
+    [F_GFLOPS + EB_F32] = "gflops_float32",
+    [F_GFLOPS + EB_C128] = "gflops_complex128",
+    [F_GFLOPS + EB_C64] = "gflops_complex64"};
+
+/* Fields a file may leave out. */
+static int optional_field(int f)
+{
+    return f == F_DATE || (f > F_GFLOPS && f < F_COUNT);
+}
 
 static eb_status parse_number(const char *file, int line, const char *name,
                               const char *v, double lo, double hi,
@@ -233,15 +274,14 @@ static eb_status parse_field(const char *file, int line, int f, const char *v,
                               "'%s' is not a whole number", file, line, v);
         c->threads = (int)x;
         break;
-    case F_GFLOPS:
-        st = parse_number(file, line, "gflops", v, 1e-6, 1e9,
-                          &c->rates.gflops, err);
-        break;
     case F_GBS:
         st = parse_number(file, line, "gbs", v, 1e-6, 1e9, &c->rates.gbs,
                           err);
         break;
     default: {
+        if (f >= F_GFLOPS)
+            return parse_number(file, line, field_names[f], v, 1e-6, 1e9,
+                                &c->rates.gflops[f - F_GFLOPS], err);
         char *dst = f == F_CPU ? c->cpu_model : f == F_CONFIG ? c->blas_config
                     : f == F_CORE ? c->blas_core : c->date;
         size_t cap = f == F_DATE ? sizeof c->date : sizeof c->cpu_model;
@@ -301,7 +341,7 @@ eb_status eb_calib_read(const char *file, eb_calibration *out, eb_error *err)
     }
     free(text);
     for (int f = 0; !st && f < F_COUNT; f++)
-        if (!seen[f] && f != F_DATE)
+        if (!seen[f] && !optional_field(f))
             st = eb_error_set(err, EB_ERR_INVALID, "%s: %s: missing (not a "
                               "calibration file?)", file, field_names[f]);
     if (st)
@@ -329,12 +369,17 @@ static eb_status write_file(const eb_calibration *c, const char *file,
         return eb_error_set(err, EB_ERR_IO, "%s: cannot write: %s", tmp,
                             strerror(errno));
     fprintf(f, "# einsum-bench calibrate: cblas_dgemm 1024^3 rate (gflops, "
-            "GFLOP/s) and c[i] = a[i] * b[i] bandwidth over three 32 MiB "
-            "arrays (gbs, GB/s), best of a few runs\n");
+            "GFLOP/s; gflops_<dtype>: the {s,z,c}gemm rates, 2 * 1024^3 "
+            "flops per call) and c[i] = a[i] * b[i] bandwidth over three "
+            "32 MiB arrays (gbs, GB/s), best of a few runs\n");
     fprintf(f, "%s 1\ncpu_model %s\nblas_config %s\nblas_core %s\n"
-            "threads %d\ngflops %.17g\ngbs %.17g\ndate %s\n", MAGIC,
-            c->cpu_model, c->blas_config, c->blas_core, c->threads,
-            c->rates.gflops, c->rates.gbs, c->date);
+            "threads %d\n", MAGIC, c->cpu_model, c->blas_config,
+            c->blas_core, c->threads);
+    for (int dt = 0; dt < EB_DTYPE_COUNT; dt++)
+        if (c->rates.gflops[dt] > 0)
+            fprintf(f, "%s %.17g\n", field_names[F_GFLOPS + dt],
+                    c->rates.gflops[dt]);
+    fprintf(f, "gbs %.17g\ndate %s\n", c->rates.gbs, c->date);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, file) != 0) {
@@ -428,13 +473,95 @@ static void utc_now(char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The dtypes a request needs: float64's always, all of them to measure. */
+static unsigned needed_dtypes(const eb_calib_opts *o)
+{
+    return o->measure ? EB_CALIB_ALL_DTYPES
+                      : (o->dtypes | 1u << EB_F64) & EB_CALIB_ALL_DTYPES;
+}
+
+/* The bits of `need` whose F c lacks. */
+static unsigned missing_dtypes(const eb_calibration *c, unsigned need)
+{
+    unsigned m = 0;
+    for (int dt = 0; dt < EB_DTYPE_COUNT; dt++)
+        if ((need & 1u << dt) && !(c->rates.gflops[dt] > 0))
+            m |= 1u << dt;
+    return m;
+}
+
+/* "complex128, float32" of the bits. */
+static const char *dtype_list(unsigned bits, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int dt = 0; dt < EB_DTYPE_COUNT && len < size; dt++)
+        if (bits & 1u << dt)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                    len ? ", " : "",
+                                    eb_dtype_name((eb_dtype)dt));
+    return buf;
+}
+
+/* Write c to `file` (the cache, or --calibration FILE of calibrate) and
+ * name it in c->file; a failure is a note, not an error. */
+static void store(eb_calibration *c, const char *file, FILE *notes)
+{
+    eb_error e;
+    if (make_parent_dirs(file))
+        eb_error_set(&e, EB_ERR_IO, "%s: cannot create its folder: %s", file,
+                     strerror(errno));
+    else if (!write_file(c, file, &e))
+        snprintf(c->file, sizeof c->file, "%s", file);
+    if (!c->file[0])
+        fprintf(notes, "einsum-bench: note: calibration not cached: %s\n",
+                e.msg);
+}
+
+/* A valid cached calibration that lacks some F the run needs: measure
+ * those and add them to the file (under Valgrind: a note, and the run goes
+ * on without them). */
+static eb_status top_up(const eb_calib_opts *o, const char *file,
+                        unsigned missing, FILE *notes, eb_calibration *out,
+                        eb_error *err)
+{
+    char names[64];
+    dtype_list(missing, names, sizeof names);
+    if (eb_window_on_valgrind()) {
+        fprintf(notes, "einsum-bench: note: %s has no GEMM rate for %s and "
+                "under Valgrind nothing is calibrated: no roofline figures "
+                "for %s\n", file, names, names);
+        return EB_OK;
+    }
+    fprintf(notes, "einsum-bench: calibrating the roofline model's %s GEMM "
+            "rate (first use of %s for this CPU, BLAS and --threads %d)\n",
+            names, names, o->threads);
+    eb_status st = measure_gemms(o->threads, missing, &out->rates, err);
+    if (st)
+        return st;
+    utc_now(out->date, sizeof out->date);
+    out->file[0] = '\0';
+    store(out, file, notes);
+    return EB_OK;
+}
+
 eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
                        FILE *notes, eb_calibration *out, eb_error *err)
 {
+    unsigned need = needed_dtypes(o);
     if (o->file && !o->measure) {
         eb_status st = eb_calib_read(o->file, out, err);
         if (st)
             return st;
+        unsigned m = missing_dtypes(out, need);
+        for (int dt = 0; dt < EB_DTYPE_COUNT; dt++)
+            if (m & 1u << dt)
+                return eb_error_set(err, EB_ERR_INVALID, "%s: %s: missing "
+                                    "(the run needs the %s GEMM rate; "
+                                    "einsum-bench calibrate --calibration "
+                                    "FILE measures every dtype)", o->file,
+                                    field_names[F_GFLOPS + dt],
+                                    eb_dtype_name((eb_dtype)dt));
         out->source = "file";
         out->key_matches = key_matches(out, sys, o->threads);
         if (!out->key_matches)
@@ -447,8 +574,10 @@ eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
     int cached = o->file ? snprintf(file, sizeof file, "%s", o->file) > 0
                  : eb_calib_cache_file(sys, o->threads, file, sizeof file) == 0;
     if (cached && !o->measure &&
-        from_cache(sys, o->threads, file, notes, out))
-        return EB_OK;
+        from_cache(sys, o->threads, file, notes, out)) {
+        unsigned m = missing_dtypes(out, need);
+        return m ? top_up(o, file, m, notes, out, err) : EB_OK;
+    }
     memset(out, 0, sizeof *out);
     if (eb_window_on_valgrind())
         return eb_error_set(err, EB_ERR_UNSUPPORTED, "under Valgrind nothing "
@@ -459,7 +588,7 @@ eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
     if (!o->measure)
         fprintf(notes, "einsum-bench: calibrating the roofline model (first "
                 "use for this CPU, BLAS and --threads %d)\n", o->threads);
-    eb_status st = eb_calib_measure(o->threads, &out->rates, err);
+    eb_status st = eb_calib_measure(o->threads, need, &out->rates, err);
     if (st)
         return st;
     out->source = "measured";
@@ -470,20 +599,12 @@ eb_status eb_calib_get(const eb_sysinfo *sys, const eb_calib_opts *o,
              sys->blas_config);
     snprintf(out->blas_core, sizeof out->blas_core, "%s", sys->blas_core);
     utc_now(out->date, sizeof out->date);
-    eb_error e;
     if (!cached) {
         fprintf(notes, "einsum-bench: note: no cache folder (set HOME, "
                 "XDG_CACHE_HOME or EB_CALIBRATION_DIR); not cached\n");
         return EB_OK;
     }
-    if (make_parent_dirs(file))
-        eb_error_set(&e, EB_ERR_IO, "%s: cannot create its folder: %s", file,
-                     strerror(errno));
-    else if (!write_file(out, file, &e))
-        snprintf(out->file, sizeof out->file, "%s", file);
-    if (!out->file[0])
-        fprintf(notes, "einsum-bench: note: calibration not cached: %s\n",
-                e.msg);
+    store(out, file, notes);
     return EB_OK;
 }
 
@@ -494,7 +615,15 @@ void eb_calib_json(const eb_calibration *c, eb_jw *w, const char *key)
         return;
     }
     eb_jw_obj_begin(w, key);
-    eb_jw_num(w, "gflops", c->rates.gflops);
+    eb_jw_num(w, "gflops", c->rates.gflops[EB_F64]);
+    eb_jw_obj_begin(w, "gflops_by_dtype");
+    for (int dt = 0; dt < EB_DTYPE_COUNT; dt++) {
+        if (c->rates.gflops[dt] > 0)
+            eb_jw_num(w, eb_dtype_name((eb_dtype)dt), c->rates.gflops[dt]);
+        else
+            eb_jw_null(w, eb_dtype_name((eb_dtype)dt));
+    }
+    eb_jw_obj_end(w);
     eb_jw_num(w, "gbs", c->rates.gbs);
     eb_jw_int(w, "threads", c->threads);
     eb_jw_str(w, "source", c->source);
@@ -504,7 +633,8 @@ void eb_calib_json(const eb_calibration *c, eb_jw *w, const char *key)
     eb_jw_str(w, "blas_config", c->blas_config);
     eb_jw_str(w, "blas_core", c->blas_core);
     eb_jw_str(w, "date", c->date[0] ? c->date : NULL);
-    eb_jw_str(w, "gemm", "cblas_dgemm 1024^3, best of 3 after 1 warmup");
+    eb_jw_str(w, "gemm", "cblas_{d,s,z,c}gemm 1024^3 (gflops: dgemm), "
+              "2 * 1024^3 flops per call, best of 3 after 1 warmup");
     eb_jw_str(w, "stream", "c[i] = a[i] * b[i], 3 x 32 MiB, best of 5 "
               "after 1 warmup");
     eb_jw_obj_end(w);

@@ -2,9 +2,14 @@
  * calibrate: the machine rates the roofline model divides by (DESIGN 6),
  * measured by the tool itself and cached per machine.
  *
- *   F   the cblas_dgemm rate of C = A B at 1024^3 (2 * 1024^3 flops per
- *       call), OpenBLAS's pool as the process has it (the caller re-executes
- *       itself with OPENBLAS_NUM_THREADS = threads first);
+ *   F   per dtype: the cblas_{d,s,z,c}gemm rate of C = A B at 1024^3,
+ *       counted as 2 * 1024^3 flops per call whatever the dtype (the
+ *       instances' flop convention: a complex GEMM's F is about a quarter
+ *       of its real flop rate), OpenBLAS's pool as the process has it (the
+ *       caller re-executes itself with OPENBLAS_NUM_THREADS = threads
+ *       first). float64's is always measured; the others only when a run
+ *       needs them (zgemm alone takes about a second), or all four by
+ *       `einsum-bench calibrate`;
  *   BW  the stream bandwidth of c[i] = a[i] * b[i] over three 32 MiB arrays
  *       (bytes read plus written: 3 * 32 MiB per pass), split over
  *       `threads` engine threads.
@@ -15,24 +20,30 @@
  * count when that is shorter: on a machine that other processes load,
  * the rates stay those of the work while it runs (with more than one
  * thread they can then come out optimistic, as if the threads had run
- * together). The whole measurement takes a few hundred milliseconds.
+ * together). float64's F and BW take a few hundred milliseconds.
  *
  * The cache: one small text file per key (CPU model, OpenBLAS config and
  * core, thread count) in $EB_CALIBRATION_DIR, else
  * ${XDG_CACHE_HOME:-$HOME/.cache}/einsum-bench/. A file whose key differs
  * from this machine's, or that cannot be read or parsed, is measured again
- * (with a note) and replaced atomically (write to a temporary, rename).
+ * (with a note) and replaced atomically (write to a temporary, rename);
+ * a valid one that lacks the F of a dtype the run needs gets that rate
+ * measured and added (the others are kept).
  * Under Valgrind nothing is measured or written (its times are not the
  * machine's): a valid cached file is used, else there is no calibration.
  * An explicit file (--calibration FILE) is read as given, key or not: its
- * rates pin the model (for tests and cross-machine comparisons); a bad one
- * is an input error naming the file and line.
+ * rates pin the model (for tests and cross-machine comparisons); a bad one,
+ * or one without the F of a dtype the run needs, is an input error naming
+ * the file and line (or field).
  *
  * File format, one "name value" per line (order free, '#' comments):
  *   einsum-bench-calibration 1
  *   cpu_model, blas_config, blas_core   strings (rest of the line)
  *   threads                             integer >= 1
- *   gflops, gbs                         positive finite numbers
+ *   gflops, gbs                         positive finite numbers (gflops:
+ *                                       float64's F)
+ *   gflops_float32, gflops_complex128,  the other dtypes' F, each optional
+ *   gflops_complex64
  *   date                                ISO 8601 UTC, informative
  */
 #ifndef EB_CALIBRATE_H
@@ -60,11 +71,19 @@ typedef struct {
 typedef struct {
     const char *file;   /* --calibration FILE, or NULL for the cache */
     int threads;        /* the key's thread count (and BW's threads) */
-    int measure;        /* 1: measure now, write to file or the cache */
+    int measure;        /* 1: measure now (every dtype), write to file or
+                           the cache */
+    unsigned dtypes;    /* bit 1u << dt: the dtypes whose F the run needs
+                           (float64's is always included) */
 } eb_calib_opts;
 
-/* Measure F and BW now with `threads` threads. */
-eb_status eb_calib_measure(int threads, eb_rates *out, eb_error *err);
+/* The bit of every dtype. */
+#define EB_CALIB_ALL_DTYPES ((1u << EB_DTYPE_COUNT) - 1)
+
+/* Measure BW and the F of every dtype in `dtypes` (bits as above) now with
+ * `threads` threads; out->gflops of the others is 0. */
+eb_status eb_calib_measure(int threads, unsigned dtypes, eb_rates *out,
+                           eb_error *err);
 
 /*
  * The calibration to use: the explicit file, else the cache if its key

@@ -63,7 +63,7 @@ static const cmd_spec commands[] = {
  * here and a case in set_opt. */
 typedef enum {
     O_MODE, O_STRATEGY, O_PATHS, O_FILTER, O_WARMUP, O_SAMPLES, O_THREADS,
-    O_FILL, O_INPUTS, O_SAVE_OUTPUT, O_CHECK, O_CHECK_SEED, O_JSON,
+    O_DTYPE, O_FILL, O_INPUTS, O_SAVE_OUTPUT, O_CHECK, O_CHECK_SEED, O_JSON,
     O_EXPORT_CSV, O_EXPORT_MARKDOWN, O_CALLGRIND, O_NO_FUSE, O_LIST, O_TIME,
     O_CALIBRATION, O_MAX_MEMORY, O_TIMEOUT, O_COUNT
 } opt_id;
@@ -92,10 +92,13 @@ static const opt_spec options[] = {
      "timed runs, N >= 1 (default 15)"},
     {O_THREADS, "--threads", "N", C_RUN | C_CHECK | C_PLAN | C_CALIBRATE, "1",
      "thread budget of the scope (default 1)"},
+    {O_DTYPE, "--dtype", "DTYPE", C_RUN | C_CHECK | C_PLAN, NULL,
+     "run in DTYPE: float64, float32,\ncomplex128 or complex64 (default: "
+     "each\ninstance file's \"dtype\")"},
     {O_FILL, "--fill", "zeros|random[:SEED]", C_RUN | C_PLAN, "zeros",
      "how inputs are filled (default zeros)"},
     {O_INPUTS, "--inputs", "DIR", C_RUN | C_PLAN, NULL,
-     "operand k from DIR/k.npy (float64, C order)"},
+     "operand k from DIR/k.npy (C order, the\nrun's dtype: <f8 <f4 <c16 <c8)"},
     {O_SAVE_OUTPUT, "--save-output", "DIR", C_RUN, NULL,
      "last sample's output to\nDIR/<instance>.<strategy>.<mode>.npy"},
     {O_CHECK, "--check", NULL, C_RUN, NULL,
@@ -288,6 +291,12 @@ static int set_opt(cli_opts *c, const opt_spec *o, const char *v)
     case O_CHECK_SEED:
         if (!(rc = count_opt(o, v, 0, LONG_MAX, &n)))
             c->run.check_seed = (uint64_t)n;
+        break;
+    case O_DTYPE:
+        if (eb_dtype_parse(v, &c->run.dtype))
+            return usage_error("--dtype: '%s' is not float64, float32, "
+                               "complex128 or complex64", v);
+        c->run.has_dtype = 1;
         break;
     case O_FILL:
         if (eb_fill_parse(v, &c->run.fill))
@@ -558,19 +567,19 @@ static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
     return 0;
 }
 
-/* The roofline's F and BW for run and plan: 0 with *have = 1 when known
- * (after a note, the run goes on without them otherwise), EXIT_USAGE for
- * a bad --calibration FILE. */
+/* The roofline's F (of the dtypes in the bits of `dtypes`) and BW for run
+ * and plan: 0 with *have = 1 when known (after a note, the run goes on
+ * without them otherwise), EXIT_USAGE for a bad --calibration FILE. */
 static int get_calibration(const cli_opts *c, const eb_sysinfo *sys,
-                           eb_calibration *cal, int *have)
+                           unsigned dtypes, eb_calibration *cal, int *have)
 {
-    eb_calib_opts o = {c->calibration, c->run.threads, 0};
+    eb_calib_opts o = {c->calibration, c->run.threads, 0, dtypes};
     eb_error err;
     *have = eb_calib_get(sys, &o, stderr, cal, &err) == EB_OK;
     if (*have) {
         if (strcmp(cal->source, "measured") == 0)
             fprintf(stderr, "einsum-bench: F %.2f GFLOP/s, BW %.2f GB/s%s%s\n",
-                    cal->rates.gflops, cal->rates.gbs,
+                    cal->rates.gflops[EB_F64], cal->rates.gbs,
                     cal->file[0] ? ", cached in " : " (not cached)",
                     cal->file);
         return 0;
@@ -614,8 +623,11 @@ static int json_is_input(const cli_opts *c)
 }
 
 /* A command line that selects no instance at all. */
-static int no_selection(const cli_opts *c)
+static int no_selection(const cli_opts *c, const eb_selection *sel)
 {
+    if (sel->skipped)
+        return usage_error("no instance selected: %d skipped (%s)",
+                           sel->skipped, sel->skip_msg);
     if (c->run.filter)
         return usage_error("no instance selected: --filter '%s' matches "
                            "none of the instances given", c->run.filter);
@@ -665,7 +677,9 @@ static int list_selection(cli_opts *c)
     if (c->cmd == C_RUN) {
         eb_sysinfo sys;
         eb_sysinfo_collect(&sys);
-        if (get_calibration(c, &sys, &cal, &have_cal))
+        /* A quiet pass first: the dtypes whose F the rows need. */
+        eb_runner_select(&c->run, c->targets, c->ntargets, 0, &sel, &sum);
+        if (get_calibration(c, &sys, sel.dtypes, &cal, &have_cal))
             return EXIT_USAGE;
     }
     c->run.rates = have_cal ? &cal.rates : NULL;
@@ -674,7 +688,7 @@ static int list_selection(cli_opts *c)
         return EXIT_USAGE;
     printf("%d measurements of %d instances\n", sel.measurements,
            sel.instances);
-    return sel.instances ? 0 : no_selection(c);
+    return sel.instances ? 0 : no_selection(c, &sel);
 }
 
 /* Every option of the command with the value the run used, for the run
@@ -705,7 +719,7 @@ static int run_selection(cli_opts *c, int argc, char **full_argv)
     eb_run_summary sum;
     eb_runner_select(&c->run, c->targets, c->ntargets, 0, &sel, &sum);
     if (sel.instances == 0 && sel.errors == 0)
-        return no_selection(c);
+        return no_selection(c, &sel);
     c->run.total = sel.measurements;
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
@@ -720,7 +734,7 @@ static int run_selection(cli_opts *c, int argc, char **full_argv)
                 "instructions instead\n");
     eb_calibration cal;
     int have_cal = 0;
-    if (!verify_only && get_calibration(c, &sys, &cal, &have_cal))
+    if (!verify_only && get_calibration(c, &sys, sel.dtypes, &cal, &have_cal))
         return EXIT_USAGE;
     c->run.rates = have_cal ? &cal.rates : NULL;
     eb_reporter reps[4];
@@ -837,7 +851,7 @@ static void print_step_time(const eb_step_desc *d, int n, int s,
 
 /* The roofline line under a plan: the sum of the bounds, the rates, and
  * with --time the whole run over it. */
-static void print_roofline(const eb_schedule *sched,
+static void print_roofline(const eb_schedule *sched, eb_dtype dt,
                            const eb_roofline_step *bound,
                            const eb_calibration *cal, const eb_step_times *tm)
 {
@@ -849,9 +863,10 @@ static void print_roofline(const eb_schedule *sched,
         flop_ms += bound[s].byte_bound ? 0 : bound[s].bound_ms;
     }
     printf("roofline: sum of the step bounds %.4g ms (%d of %d steps "
-           "byte-bound, flop-bound steps %.4g ms); F %.2f GFLOP/s, BW %.2f "
-           "GB/s (%s%s%s)", sum, byte_steps, sched->num_steps, flop_ms,
-           cal->rates.gflops, cal->rates.gbs, cal->source,
+           "byte-bound, flop-bound steps %.4g ms); F %.2f GFLOP/s (%s), BW "
+           "%.2f GB/s (%s%s%s)", sum, byte_steps, sched->num_steps, flop_ms,
+           cal->rates.gflops[dt], eb_dtype_name(dt), cal->rates.gbs,
+           cal->source,
            cal->file[0] ? " " : "", cal->file);
     if (tm && sum > 0)
         printf("; whole run / roofline %.2f", tm->run_median_ms / sum);
@@ -944,7 +959,8 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
     }
     int n = path->num_steps ? path->num_steps : 1;
     eb_step_desc *d = malloc((size_t)n * sizeof *d);
-    eb_roofline_step *bound = cal ? calloc((size_t)n, sizeof *bound) : NULL;
+    eb_roofline_step *bound = cal && eb_rates_have(&cal->rates, inst->dt)
+                                  ? calloc((size_t)n, sizeof *bound) : NULL;
     if (bound)
         eb_roofline_path(inst, sched, &cal->rates, bound);
     int64_t arena = 0;
@@ -962,14 +978,15 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
         ok = (tm = time_steps(inst, path, mode, c,
                               no_fuse ? NULL : &fuse)) != NULL;
     if (ok) {
-        printf("\n%s  strategy %s  mode %s  (path from %s)\n", inst->name,
-               path->strategy, eb_mode_name(mode), source);
+        printf("\n%s  strategy %s  mode %s  dtype %s  (path from %s)\n",
+               inst->name, path->strategy, eb_mode_name(mode),
+               eb_dtype_name(inst->dt), source);
         if (mode == EB_MODE_TRACE)
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
         print_plan(inst, path, d, sched, tm, bound);
         if (bound)
-            print_roofline(sched, bound, cal, tm);
+            print_roofline(sched, inst->dt, bound, cal, tm);
         if (tm)
             printf("times: medians of %d clocked runs after %d warmups, "
                    "--threads %d, fill %s: whole run %.3f ms, sum of the "
@@ -994,6 +1011,8 @@ static int plan_json(const cli_opts *c)
     eb_jw *w = eb_jw_create(0);
     eb_status st = !w ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
                       : eb_load_instance(c->targets[0], &inst, &err);
+    if (!st)
+        eb_runner_apply_dtype(&c->run, inst);
     if (!st)
         st = eb_load_find_paths(inst, c->run.paths, &ps, &err);
     if (!st)
@@ -1029,21 +1048,23 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
     apply_threads(c.run.threads, full_argv);
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
-    eb_calibration cal;
-    int have_cal = 0;
-    if (get_calibration(&c, &sys, &cal, &have_cal)) {
-        free(c.targets);
-        return EXIT_USAGE;
-    }
     eb_instance *inst = NULL;
     eb_pathset *ps = NULL;
     eb_error err;
     eb_status st = eb_load_instance(c.targets[0], &inst, &err);
     if (!st)
+        eb_runner_apply_dtype(&c.run, inst);
+    if (!st && c.time)
+        st = eb_runner_dtype_check(inst, &err);
+    if (!st)
         st = eb_load_find_paths(inst, c.run.paths, &ps, &err);
     rc = st ? EXIT_USAGE : 0;
     if (st)
         fprintf(stderr, "einsum-bench: %s\n", err.msg);
+    eb_calibration cal;
+    int have_cal = 0;
+    if (!st && get_calibration(&c, &sys, 1u << inst->dt, &cal, &have_cal))
+        st = EB_ERR_INVALID, rc = EXIT_USAGE;
     int shown = 0;
     for (int k = 0; !st && k < ps->count; k++) {
         if (!eb_strategy_selected(c.run.strategies, ps->paths[k].strategy))
@@ -1069,8 +1090,8 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
     return rc;
 }
 
-/* calibrate: measure F and BW now and write them to the cache (or to
- * --calibration FILE). */
+/* calibrate: measure F of every dtype and BW now and write them to the
+ * cache (or to --calibration FILE). */
 static int cmd_calibrate(const cmd_spec *cmd, int argc, char **argv,
                          char **full_argv)
 {
@@ -1084,7 +1105,7 @@ static int cmd_calibrate(const cmd_spec *cmd, int argc, char **argv,
     apply_threads(c.run.threads, full_argv);
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
-    eb_calib_opts o = {c.calibration, c.run.threads, 1};
+    eb_calib_opts o = {c.calibration, c.run.threads, 1, EB_CALIB_ALL_DTYPES};
     eb_calibration cal;
     eb_error err;
     int64_t t0 = eb_now_ns();
@@ -1092,9 +1113,12 @@ static int cmd_calibrate(const cmd_spec *cmd, int argc, char **argv,
         fprintf(stderr, "einsum-bench: calibrate: %s\n", err.msg);
         return EXIT_FAIL;
     }
-    printf("F   %8.2f GFLOP/s  cblas_dgemm 1024^3, best of 3 (OpenBLAS %s, "
-           "%d thread%s)\n", cal.rates.gflops, sys.blas_core,
-           cal.threads, cal.threads == 1 ? "" : "s");
+    static const char gemm[EB_DTYPE_COUNT] = {'d', 's', 'z', 'c'};
+    for (int dt = 0; dt < EB_DTYPE_COUNT; dt++)
+        printf("F   %8.2f GFLOP/s  %-10s  cblas_%cgemm 1024^3, 2 * 1024^3 "
+               "flops per call, best of 3 (OpenBLAS %s, %d thread%s)\n",
+               cal.rates.gflops[dt], eb_dtype_name((eb_dtype)dt), gemm[dt],
+               sys.blas_core, cal.threads, cal.threads == 1 ? "" : "s");
     printf("BW  %8.2f GB/s     c[i] = a[i] * b[i] over 3 x 32 MiB, bytes "
            "read + written, best of 5\n", cal.rates.gbs);
     printf("%s%s (%.0f ms)\n", cal.file[0] ? "cached in " : "not cached",

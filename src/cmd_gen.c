@@ -27,7 +27,7 @@ enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 static const char gen_usage[] =
     "usage: einsum-bench gen lm --depth D --hidden H --vocab V --batch B\n"
-    "                           [--name NAME] [-o FILE]\n"
+    "                           [--dtype DTYPE] [--name NAME] [-o FILE]\n"
     "\n"
     "Writes a language-model likelihood instance (DESIGN 3.1): the squared\n"
     "amplitude of a MERA-like tree tensor network evaluated on a batch of\n"
@@ -39,6 +39,9 @@ static const char gen_usage[] =
     "  --vocab V    size of every observable (token) leg; 11 is 'sentence',\n"
     "               7 is 'brackets'\n"
     "  --batch B    size of the batch label (token windows)\n"
+    "  --dtype T    float64 (default), float32, complex128 or complex64: the\n"
+    "               same network; complex128 gives the public set's\n"
+    "               lm_batch_likelihood_<data>_<D+1>_<H>c instances\n"
     "  --name NAME  instance name (default: the public set's naming rule,\n"
     "               plus _b<B> when B is not the public batch size)\n"
     "  -o FILE      write to FILE (named NAME.json) instead of stdout\n"
@@ -102,6 +105,13 @@ static int parse_gen(int argc, char **argv, gen_opts *g)
         if (v) {
             if (set_param(g, k, v))
                 return EXIT_USAGE;
+            continue;
+        }
+        if ((v = eb_arg_value(argc, argv, &i, "--dtype"))) {
+            if (eb_dtype_parse(v, &g->p.dt) != 0)
+                return gen_error(EXIT_USAGE, "--dtype: '%s' is not a dtype "
+                                 "(expected float64, float32, complex128 or "
+                                 "complex64)", v);
             continue;
         }
         if ((v = eb_arg_value(argc, argv, &i, "--name")))

@@ -437,6 +437,12 @@ int eb_compare_files(const char *base, const char *new_,
             rc = EXIT_USAGE;
             break;
         }
+        const char *da = str_field(a.recs[k], "dtype"),
+                   *db = str_field(b.recs[j], "dtype");
+        if (da && db && strcmp(da, db) != 0)
+            fprintf(err, "einsum-bench: compare: note: %s: measured in %s "
+                    "in BASE, %s in NEW (the ratio compares dtypes)\n",
+                    a.e[k].key, da, db);
         if (!matched++)
             print_header(out, o->markdown);
         b.e[j].matched = 1;

@@ -14,12 +14,18 @@
  * kept), summed out of one operand (in one operand only, not kept; reduced
  * before the main kernel), and repeated inside one operand (a diagonal:
  * the view's strides are added, no copy).
+ *
+ * Every dtype (dtype.h) runs the same plan structure and kernel kinds; the
+ * plan records its dtype. The engine's own GEMM kernels (SMALL_GEMM,
+ * VEC_GEMM) and its dot kernel are float64 code: for the other dtypes the
+ * planner picks the BLAS kinds (GEMM, GEMV, DOT: s/c/z routines) instead.
  */
 #ifndef EB_CONTRACT_H
 #define EB_CONTRACT_H
 
 #include <stdint.h>
 
+#include "dtype.h"
 #include "kernels.h"
 #include "tensor.h"
 
@@ -31,9 +37,11 @@ typedef enum {
     EB_KIND_OUTER,      /* no contracted label (both: permute.h engine) */
     EB_KIND_DOT,        /* contracted labels only (per batch) */
     EB_KIND_GEMV,       /* one side has no free label */
-    EB_KIND_GEMM,       /* cblas_dgemm per batch */
-    EB_KIND_SMALL_GEMM, /* own kernel: tiny, skinny or short-K matrices */
-    EB_KIND_VEC_GEMM,   /* own kernel: vectors along a unit-stride batch dim */
+    EB_KIND_GEMM,       /* BLAS ?gemm per batch */
+    EB_KIND_SMALL_GEMM, /* own kernel: tiny, skinny or short-K matrices
+                           (float64 only) */
+    EB_KIND_VEC_GEMM,   /* own kernel: vectors along a unit-stride batch dim
+                           (float64 only) */
     EB_KIND_COUNT
 } eb_kind;
 
@@ -41,12 +49,13 @@ const char *eb_kind_name(eb_kind k);
 
 /* Counters an execution adds to (per sample, reported in records). */
 typedef struct {
-    int64_t gemm_calls;      /* cblas_dgemm calls */
+    int64_t gemm_calls;      /* BLAS ?gemm calls */
     int64_t blas_calls;      /* all BLAS calls, including gemm */
     int64_t permuted_elems;  /* elements written by permutations/reductions */
 } eb_exec_counters;
 
 typedef struct {
+    eb_dtype dt;                  /* element type of operands and output */
     eb_kind kind;
     int64_t nbatch, M, N, K;      /* B = product of batch sizes */
     /* Operand preparation: prep[s] set means operand s is first permuted
@@ -92,7 +101,7 @@ typedef struct {
 } eb_plan;
 
 /*
- * Plan C = contract(A, B) keeping the labels keep[0..nkeep-1].
+ * Plan C = contract(A, B) keeping the labels keep[0..nkeep-1], in dtype dt.
  * fixed_order: 1 = the output must be in exactly the order of keep;
  * 0 = the planner picks the order (written to plan->out_ids).
  * b may be NULL for a single-operand step (EB_KIND_COPY).
@@ -101,15 +110,16 @@ typedef struct {
  */
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
-                           const int64_t *label_size, eb_plan *plan,
-                           eb_error *err);
+                           const int64_t *label_size, eb_dtype dt,
+                           eb_plan *plan, eb_error *err);
 
-/* Execute a plan. prep0/prep1/tmp are scratch buffers of the sizes the plan
- * asks for (NULL where not needed); out has plan->out_elems elements. The
+/* Execute a plan. All buffers hold elements of plan->dt. prep0/prep1/tmp
+ * are scratch buffers of the sizes the plan asks for (in elements; NULL
+ * where not needed); out has plan->out_elems elements. The
  * engine's own kernels and permutations split their work over `team`
  * (NULL: the calling thread only); BLAS calls stay on the calling thread. */
-void eb_contract_exec(const eb_plan *plan, const double *a, const double *b,
-                      double *prep0, double *prep1, double *tmp, double *out,
+void eb_contract_exec(const eb_plan *plan, const void *a, const void *b,
+                      void *prep0, void *prep1, void *tmp, void *out,
                       struct eb_team *team, eb_exec_counters *cnt);
 
 #endif

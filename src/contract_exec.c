@@ -1,6 +1,11 @@
 /* contract_exec: execution of a planned contraction step (contract.h):
  * operand preparation, the main kernel per batch element or as one batched
- * call, the output permutation, and their split over the engine team. */
+ * call, the output permutation, and their split over the engine team.
+ *
+ * Buffers are untyped (the plan's dtype); offsets are in elements and
+ * become byte offsets through at(). The own GEMM and dot kernels are
+ * float64 code, reached only by float64 plans (the planner picks BLAS
+ * kinds for the other dtypes). */
 #include "contract.h"
 
 #include <stddef.h>
@@ -9,55 +14,72 @@
 #include "blas.h"
 #include "team.h"
 
+/* Element `off` of a buffer of elements of esz bytes. */
+static inline void *at(const void *base, int64_t off, size_t esz)
+{
+    return (char *)(uintptr_t)base + off * (int64_t)esz;
+}
+
 /* GEMM with general strides mapped onto row-major CBLAS: the plan's
  * strides, with M and N given (a part of the plan's C). */
 static void gemm_strided(const eb_plan *p, int64_t M, int64_t N,
-                         const double *a, const double *b, double *c)
+                         const void *a, const void *b, void *c)
 {
     if (p->scn == 1) {
-        eb_blas_gemm(p->sak != 1, p->sbn != 1, M, N, p->K, a,
-                     p->sak == 1 ? p->sam : p->sak, b,
-                     p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
+        eb_blas_gemm_dt(p->dt, p->sak != 1, p->sbn != 1, M, N, p->K, a,
+                        p->sak == 1 ? p->sam : p->sak, b,
+                        p->sbn == 1 ? p->sbk : p->sbn, c, p->scm);
     } else {
         /* C is column-major: compute C^T[N,M] = B^T A^T. */
-        eb_blas_gemm(p->sbk != 1, p->sam != 1, N, M, p->K, b,
-                     p->sbk == 1 ? p->sbn : p->sbk, a,
-                     p->sam == 1 ? p->sak : p->sam, c, p->scn);
+        eb_blas_gemm_dt(p->dt, p->sbk != 1, p->sam != 1, N, M, p->K, b,
+                        p->sbk == 1 ? p->sbn : p->sbk, a,
+                        p->sam == 1 ? p->sak : p->sam, c, p->scn);
     }
 }
 
-static void gemv_strided(const eb_plan *p, const double *a, const double *b,
-                         double *c)
+static void gemv_strided(const eb_plan *p, const void *a, const void *b,
+                         void *c)
 {
     if (p->N == 1) {
         /* y[M] = A[M,K] x[K] */
         int trans = p->sak != 1;
-        eb_blas_gemv(trans, p->M, p->K, a, trans ? p->sak : p->sam, b, p->sbk,
-                     c, p->scm);
+        eb_blas_gemv(p->dt, trans, p->M, p->K, a, trans ? p->sak : p->sam, b,
+                     p->sbk, c, p->scm);
     } else {
         /* y[N] = B[K,N]^T x[K] */
         int trans = p->sbn == 1;
-        eb_blas_gemv(trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a, p->sak,
-                     c, p->scn);
+        eb_blas_gemv(p->dt, trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a,
+                     p->sak, c, p->scn);
     }
 }
 
-/* The own GEMM kernel on columns or rows of the plan's C (M, N given). */
-static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const double *a,
-                       const double *b, double *c)
+/* The own GEMM kernel (float64) on columns or rows of the plan's C (M, N
+ * given). */
+static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const void *a,
+                       const void *b, void *c)
 {
     eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
     eb_kern_small_gemm(M, N, p->K / p->K1, a, p->sam, b, p->sbn, &k, c, p->scm,
                     p->scn);
 }
 
-/* One batch element of the main kernel. */
-static void kernel_one(const eb_plan *p, const double *a, const double *b,
-                       double *c, eb_exec_counters *cnt)
+/* One batch element of the main kernel. cnt may be NULL (a part of a
+ * split run: its caller counts the BLAS calls). Inlined into the loop over
+ * batch elements, as before dtypes (a call per element showed in the
+ * callgrind window of the lm instance: +0.08% instructions). */
+__attribute__((always_inline)) static inline void
+kernel_one(const eb_plan *p, const void *a, const void *b, void *c,
+           eb_exec_counters *cnt)
 {
     switch (p->kind) {
     case EB_KIND_DOT:
-        *c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        if (p->dt == EB_F64) {
+            *(double *)c = eb_kern_dot(p->K, a, p->sak, b, p->sbk);
+        } else {
+            eb_blas_dot(p->dt, p->K, a, p->sak, b, p->sbk, c);
+            if (cnt)
+                cnt->blas_calls++;
+        }
         break;
     case EB_KIND_SMALL_GEMM:
         small_gemm(p, p->M, p->N, a, b, c);
@@ -102,16 +124,28 @@ static void batch_next(const eb_plan *p, int nd, int64_t *idx, int64_t *off)
     }
 }
 
-/* Batch elements [lo, hi). */
-static void run_rows(const eb_plan *p, const double *a, const double *b,
-                     double *c, int64_t lo, int64_t hi, eb_exec_counters *cnt)
+/* Batch elements [lo, hi), elements of esz bytes (a constant where it is
+ * inlined for float64: the same code as typed pointers). */
+__attribute__((always_inline)) static inline void
+run_rows_esz(const eb_plan *p, const void *a, const void *b, void *c,
+             int64_t lo, int64_t hi, eb_exec_counters *cnt, size_t esz)
 {
     int64_t idx[EB_MAX_RANK], off[3];
     batch_offsets(p, p->nb, lo, idx, off);
     for (int64_t i = lo; i < hi; i++) {
-        kernel_one(p, a + off[0], b + off[1], c + off[2], cnt);
+        kernel_one(p, at(a, off[0], esz), at(b, off[1], esz),
+                   at(c, off[2], esz), cnt);
         batch_next(p, p->nb, idx, off);
     }
+}
+
+static void run_rows(const eb_plan *p, const void *a, const void *b, void *c,
+                     int64_t lo, int64_t hi, eb_exec_counters *cnt)
+{
+    if (p->dt == EB_F64)
+        run_rows_esz(p, a, b, c, lo, hi, cnt, sizeof(double));
+    else
+        run_rows_esz(p, a, b, c, lo, hi, cnt, eb_dtype_size(p->dt));
 }
 
 static int64_t row_count(const eb_plan *p)
@@ -126,13 +160,33 @@ static int64_t row_count(const eb_plan *p)
  * wake-up of the team costs microseconds. */
 #define PARALLEL_MIN_WORK (1 << 16)
 
+/* Products below this many multiply-adds (about 13 us on one thread at
+ * 20 G multiply-adds/s) are offered only to workers still spinning from
+ * the previous job. Waking a sleeping one costs the caller a system call
+ * (an empty job after 200 us idle: 3.3 us median, team.c) and the worker
+ * comes 10-120 us later (median 24 us): too late to help such a product,
+ * but it then spins for 50 us and takes its share of the steps that
+ * follow (166 of str_mps's 198 products have 2^18 to 2^20 multiply-adds:
+ * with 2^20 here they ran on one thread once the worker slept). */
+#define WAKE_MIN_WORK (1 << 18)
+
+/* Runs a product's job of nparts parts over the team (see WAKE_MIN_WORK). */
+static void team_product(eb_team *team, int nparts, eb_team_fn fn, void *j,
+                         double work)
+{
+    if (work >= WAKE_MIN_WORK)
+        eb_team_run_parts(team, nparts, fn, j);
+    else
+        eb_team_run_awake(team, nparts, fn, j);
+}
+
 typedef struct {
     const eb_plan *p;
-    const double *a, *b;
-    double *c;
+    const void *a, *b;
+    void *c;
     const eb_xform *x;
-    const double *in;
-    double *out;
+    const void *in;
+    void *out;
 } job;
 
 static void rows_part(void *arg, int part, int nparts)
@@ -141,7 +195,8 @@ static void rows_part(void *arg, int part, int nparts)
     const eb_plan *p = j->p;
     long long lo, hi;
     eb_team_split(row_count(p), part, nparts, &lo, &hi);
-    run_rows(p, j->a, j->b, j->c, lo, hi, NULL);
+    eb_exec_counters unused = {0, 0, 0};
+    run_rows(p, j->a, j->b, j->c, lo, hi, &unused);
 }
 
 /* Part `part` of nparts of C's longer side, cut in multiples of unit:
@@ -169,26 +224,93 @@ static void gemm_part(void *arg, int part, int nparts)
     int split_m = longer_side_part(p, 12, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
+    const size_t esz = sizeof(double); /* the own kernel's dtype */
     if (split_m)
-        small_gemm(p, hi - lo, p->N, j->a + lo * p->sam, j->b,
-                   j->c + lo * p->scm);
+        small_gemm(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
+                   at(j->c, lo * p->scm, esz));
     else
-        small_gemm(p, p->M, hi - lo, j->a, j->b + lo * p->sbn,
-                   j->c + lo * p->scn);
+        small_gemm(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
+                   at(j->c, lo * p->scn, esz));
+}
+
+/*
+ * A small C with a long K (str_mps's 19 x 19 x 1748): C's sides hold too
+ * few blocks of 12 to share evenly (19 splits 12 / 7), so the team splits
+ * K instead: part 0 writes C, part k > 0 its own partial C (compact, in
+ * the job on the caller's stack), and the caller adds the partials to C
+ * after the job. The outer rows of a two-level K are split when there are
+ * enough of them, else the inner run. For C of at most KSPLIT_MAX_C
+ * elements, up to KSPLIT_PARTS parts of at least KSPLIT_MIN_K each. The
+ * sums are then taken in another order than on one thread (a different
+ * rounding, fixed for a given team size).
+ */
+enum { KSPLIT_MAX_C = 32 * 32, KSPLIT_PARTS = 4, KSPLIT_MIN_K = 64 };
+
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b;
+    double *c;
+    double part_c[KSPLIT_PARTS - 1][KSPLIT_MAX_C];
+} ksplit_job;
+
+static void ksplit_part(void *arg, int part, int nparts)
+{
+    ksplit_job *j = arg;
+    const eb_plan *p = j->p;
+    eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
+    int64_t kin = p->K / p->K1;
+    int outer = p->K1 >= nparts;
+    long long lo, hi;
+    eb_team_split(outer ? p->K1 : kin, part, nparts, &lo, &hi);
+    const double *a = j->a, *b = j->b;
+    if (outer) {
+        k.K1 = hi - lo;
+        a += lo * p->sak1;
+        b += lo * p->sbk1;
+    } else {
+        kin = hi - lo;
+        a += lo * p->sak;
+        b += lo * p->sbk;
+    }
+    if (part == 0)
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k, j->c,
+                           p->scm, p->scn);
+    else
+        eb_kern_small_gemm(p->M, p->N, kin, a, p->sam, b, p->sbn, &k,
+                           j->part_c[part - 1], p->N, 1);
+}
+
+static int ksplit_parts(const eb_plan *p, int n)
+{
+    int parts = n < KSPLIT_PARTS ? n : KSPLIT_PARTS;
+    if (p->kind != EB_KIND_SMALL_GEMM || p->M * p->N > KSPLIT_MAX_C ||
+        p->K < (int64_t)KSPLIT_MIN_K * parts)
+        return 1;
+    return parts;
+}
+
+static void run_ksplit(const eb_plan *p, const double *a, const double *b,
+                       double *c, int parts, eb_team *team, double work)
+{
+    ksplit_job j = {.p = p, .a = a, .b = b, .c = c};
+    team_product(team, parts, ksplit_part, &j, work);
+    for (int q = 1; q < parts; q++)
+        for (int64_t m = 0; m < p->M; m++)
+            for (int64_t nn = 0; nn < p->N; nn++)
+                c[m * p->scm + nn * p->scn] += j.part_c[q - 1][m * p->N + nn];
 }
 
 /*
  * One BLAS GEMM split by the engine: part k computes its share of the
  * longer side of C (in multiples of 8, the width of OpenBLAS's kernels)
- * with a one-thread BLAS call. Below OWN_SPLIT_MAX_WORK multiply-adds this
- * beats OpenBLAS's own threading, whose worker sleeps between calls
- * (plan --time on the lm instance: its 144 x 1100 x 121 steps ran 1.4x to
- * 1.6x faster on two threads under OpenBLAS's threading, 1.6x to 1.8x
- * split here). Larger GEMMs keep OpenBLAS's threading, which split the
- * 1728 x 1100 x 144 steps no worse.
+ * with a one-thread BLAS call, at every size. OpenBLAS's own threading
+ * splits statically: its caller waits for a worker that sleeps between
+ * calls or has lost its core to another process (256^3 under a load
+ * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
+ * while the team's parts go to whichever thread is free. On the lm
+ * instance's 144 x 1100 x 121 steps this split was also the faster one on
+ * a quiet machine (1.6x-1.8x against 1.4x-1.6x).
  */
-#define OWN_SPLIT_MAX_WORK (1 << 26)
-
 static void blas_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
@@ -197,22 +319,32 @@ static void blas_part(void *arg, int part, int nparts)
     int split_m = longer_side_part(p, 8, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
+    size_t esz = eb_dtype_size(p->dt);
     if (split_m)
-        gemm_strided(p, hi - lo, p->N, j->a + lo * p->sam, j->b,
-                     j->c + lo * p->scm);
+        gemm_strided(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
+                     at(j->c, lo * p->scm, esz));
     else
-        gemm_strided(p, p->M, hi - lo, j->a, j->b + lo * p->sbn,
-                     j->c + lo * p->scn);
+        gemm_strided(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
+                     at(j->c, lo * p->scn, esz));
 }
 
-static void run_own_split(const eb_plan *p, const double *a, const double *b,
-                          double *c, eb_team *team, eb_exec_counters *cnt)
+/* Runs `fn` over the team with OpenBLAS at one thread for the job (every
+ * BLAS call inside a part is a one-thread call; 30 ns a switch). */
+static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j,
+                         double work)
 {
-    job j = {.p = p, .a = a, .b = b, .c = c};
     int blas = eb_blas_threads();
     eb_blas_set_threads(1);
-    eb_team_run(team, blas_part, &j);
+    team_product(team, nparts, fn, j, work);
     eb_blas_set_threads(blas);
+}
+
+static void run_own_split(const eb_plan *p, const void *a, const void *b,
+                          void *c, eb_team *team, eb_exec_counters *cnt)
+{
+    job j = {.p = p, .a = a, .b = b, .c = c};
+    run_blas_job(team, eb_team_size(team), blas_part, &j,
+                 (double)p->M * (double)p->N * (double)p->K);
     /* One call per part that had columns or rows to compute. */
     int n = eb_team_size(team);
     int64_t calls = 0, lo, hi;
@@ -224,27 +356,49 @@ static void run_own_split(const eb_plan *p, const double *a, const double *b,
     cnt->gemm_calls += calls;
 }
 
-static void run_batched(const eb_plan *p, const double *a, const double *b,
-                        double *c, eb_team *team, eb_exec_counters *cnt)
+/* Batch rows split over the team: at most this many parts per thread, so
+ * that a thread that joins late still finds parts to take. */
+enum { ROW_PARTS_PER_THREAD = 4 };
+
+static void run_batched(const eb_plan *p, const void *a, const void *b,
+                        void *c, eb_team *team, eb_exec_counters *cnt)
 {
     int64_t rows = row_count(p);
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
-    int own = p->kind != EB_KIND_GEMM && p->kind != EB_KIND_GEMV;
-    if (own && eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK &&
-        rows > 1) {
+    int n = eb_team_size(team);
+    /* BLAS calls (GEMMs, GEMVs, and dot products outside float64, which
+     * the own kernel does not cover) run as one-thread calls per part. */
+    int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV ||
+               (p->kind == EB_KIND_DOT && p->dt != EB_F64);
+    if (n > 1 && work >= PARALLEL_MIN_WORK && rows >= n) {
+        /* Whole batch elements per part; BLAS ones as one-thread calls. */
         job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, rows_part, &j);
+        int64_t parts = rows < ROW_PARTS_PER_THREAD * n
+                            ? rows
+                            : ROW_PARTS_PER_THREAD * n;
+        if (blas) {
+            run_blas_job(team, (int)parts, rows_part, &j, work);
+            cnt->blas_calls += rows;
+            if (p->kind == EB_KIND_GEMM)
+                cnt->gemm_calls += rows;
+        } else {
+            team_product(team, (int)parts, rows_part, &j, work);
+        }
         return;
     }
-    if (p->kind == EB_KIND_SMALL_GEMM && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK) {
-        job j = {.p = p, .a = a, .b = b, .c = c};
-        eb_team_run(team, gemm_part, &j);
+    if (rows == 1 && n > 1 && work >= PARALLEL_MIN_WORK &&
+        ksplit_parts(p, n) > 1) {
+        run_ksplit(p, a, b, c, ksplit_parts(p, n), team, work);
         return;
     }
-    if (p->kind == EB_KIND_GEMM && rows == 1 && eb_team_size(team) > 1 &&
-        work >= PARALLEL_MIN_WORK && work < OWN_SPLIT_MAX_WORK &&
+    if (p->kind == EB_KIND_SMALL_GEMM && n > 1 && work >= PARALLEL_MIN_WORK) {
+        job j = {.p = p, .a = a, .b = b, .c = c};
+        team_product(team, n, gemm_part, &j, work);
+        return;
+    }
+    if (p->kind == EB_KIND_GEMM && rows == 1 && n > 1 &&
+        work >= PARALLEL_MIN_WORK &&
         (p->M >= 16 || p->N >= 16)) {
         run_own_split(p, a, b, c, team, cnt);
         return;
@@ -259,21 +413,24 @@ static void xform_part(void *arg, int part, int nparts)
     long long lo, hi;
     eb_team_split(sub.shape[0], part, nparts, &lo, &hi);
     int64_t ostride = eb_xform_out_elems(j->x) / sub.shape[0];
+    size_t esz = eb_dtype_size(j->p->dt);
     sub.shape[0] = hi - lo;
     if (sub.shape[0] > 0)
-        eb_kern_xform(&sub, j->in + lo * sub.in_stride[0],
-                      j->out + lo * ostride, NULL);
+        eb_kern_xform(&sub, at(j->in, lo * sub.in_stride[0], esz),
+                      at(j->out, lo * ostride, esz), NULL);
 }
 
 /* A permutation (the engine splits it over the team itself) or a
- * reduction, split along its outermost output dim. */
-static void xform(const eb_xform *x, const double *in, double *out,
-                  eb_team *team)
+ * reduction, split along its outermost output dim when it writes at least
+ * PARALLEL_MIN_WORK float64s' worth of bytes. */
+static void xform(const eb_plan *p, const eb_xform *x, const void *in,
+                  void *out, eb_team *team)
 {
     int n = eb_team_size(team);
     if (x->red_rank > 0 && n > 1 && x->rank >= 1 && x->shape[0] >= n &&
-        eb_xform_out_elems(x) >= PARALLEL_MIN_WORK) {
-        job j = {.x = x, .in = in, .out = out};
+        eb_xform_out_elems(x) * (int64_t)eb_dtype_size(p->dt) >=
+            PARALLEL_MIN_WORK * (int64_t)sizeof(double)) {
+        job j = {.p = p, .x = x, .in = in, .out = out};
         eb_team_run(team, xform_part, &j);
         return;
     }
@@ -297,7 +454,7 @@ static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
 
 typedef struct {
     const eb_plan *p;
-    const double *a, *b;
+    const double *a, *b; /* float64: the vector-batch GEMM's only dtype */
     double *c, *pack;
     const int64_t *am, *ak, *bk, *bn, *cm, *cn;
 } vec_job;
@@ -342,8 +499,8 @@ static void vec_part(void *arg, int part, int nparts)
     }
 }
 
-static void run_vec(const eb_plan *p, const double *a, const double *b,
-                    double *c, double *pack, eb_team *team)
+static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
+                    void *pack, eb_team *team)
 {
     int64_t am[EB_VEC_MAX_DIM], cm[EB_VEC_MAX_DIM], bn[EB_VEC_MAX_DIM],
         cn[EB_VEC_MAX_DIM], ak[EB_VEC_MAX_DIM], bk[EB_VEC_MAX_DIM];
@@ -358,27 +515,27 @@ static void run_vec(const eb_plan *p, const double *a, const double *b,
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)
-        eb_team_run(team, vec_part, &j);
+        team_product(team, eb_team_size(team), vec_part, &j, work);
     else
         vec_part(&j, 0, 1);
 }
 
-void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
-                      double *prep0, double *prep1, double *tmp, double *out,
+void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
+                      void *prep0, void *prep1, void *tmp, void *out,
                       eb_team *team, eb_exec_counters *cnt)
 {
     if (p->kind == EB_KIND_COPY) {
-        xform(&p->xf[0], a, out, team);
+        xform(p, &p->xf[0], a, out, team);
         cnt->permuted_elems += p->out_elems;
         return;
     }
     if (p->prep[0]) {
-        xform(&p->xf[0], a, prep0, team);
+        xform(p, &p->xf[0], a, prep0, team);
         cnt->permuted_elems += p->prep_elems[0];
         a = prep0;
     }
     if (p->prep[1]) {
-        xform(&p->xf[1], b, prep1, team);
+        xform(p, &p->xf[1], b, prep1, team);
         cnt->permuted_elems += p->prep_elems[1];
         b = prep1;
     }
@@ -390,10 +547,10 @@ void eb_contract_exec(const eb_plan *p, const double *a, const double *b,
         eb_perm_exec(&p->ew, a, b, out, team);
         return;
     }
-    double *c = p->post ? tmp : out;
+    void *c = p->post ? tmp : out;
     run_batched(p, a, b, c, team, cnt);
     if (p->post) {
-        xform(&p->xf_post, tmp, out, team);
+        xform(p, &p->xf_post, tmp, out, team);
         cnt->permuted_elems += p->out_elems;
     }
 }

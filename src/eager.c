@@ -9,7 +9,7 @@
 
 typedef struct {
     eb_view v;
-    double *buf; /* pool buffer, NULL for an input */
+    void *buf; /* pool buffer, NULL for an input */
 } operand;
 
 typedef struct {
@@ -22,7 +22,7 @@ typedef struct {
     eb_pair *slots;     /* each step's operand slots (eb_path_slots) */
     int *refcount;      /* per label: live operands holding it (+1 output) */
     int *refcount0;     /* refcount before the first step */
-    double *result;     /* output of the last run, still held */
+    void *result;       /* output of the last run, still held */
     int64_t *step_ns;   /* step clock (time_steps), or NULL */
     eb_step_desc *descs; /* describe mode: plan only, no data */
 } eager_ctx;
@@ -44,7 +44,8 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
 {
     eb_plan plan;
     eb_status st = eb_contract_plan(&a->v, b ? &b->v : NULL, keep, nkeep,
-                                    fixed, c->inst->label_size, &plan, err);
+                                    fixed, c->inst->label_size, c->inst->dt,
+                                    &plan, err);
     if (st)
         return st;
     if (c->descs) {
@@ -61,10 +62,14 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
         res->buf = NULL;
         return EB_OK;
     }
-    double *p0 = plan.prep[0] ? eb_pool_get(c->pool, plan.prep_elems[0]) : NULL;
-    double *p1 = plan.prep[1] ? eb_pool_get(c->pool, plan.prep_elems[1]) : NULL;
-    double *tmp = plan.tmp_elems ? eb_pool_get(c->pool, plan.tmp_elems) : NULL;
-    double *out = eb_pool_get(c->pool, plan.out_elems);
+    int64_t esz = (int64_t)eb_dtype_size(plan.dt);
+    void *p0 = plan.prep[0] ? eb_pool_get(c->pool, plan.prep_elems[0] * esz)
+                            : NULL;
+    void *p1 = plan.prep[1] ? eb_pool_get(c->pool, plan.prep_elems[1] * esz)
+                            : NULL;
+    void *tmp = plan.tmp_elems ? eb_pool_get(c->pool, plan.tmp_elems * esz)
+                               : NULL;
+    void *out = eb_pool_get(c->pool, plan.out_elems * esz);
     if ((plan.prep[0] && !p0) || (plan.prep[1] && !p1) || (plan.tmp_elems && !tmp) ||
         !out) {
         eb_pool_put(c->pool, p0);
@@ -86,7 +91,7 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
     return EB_OK;
 }
 
-static eb_status eager_run(void *vctx, const double **out,
+static eb_status eager_run(void *vctx, const void **out,
                            eb_exec_counters *cnt, eb_error *err)
 {
     eager_ctx *c = vctx;
@@ -219,7 +224,7 @@ eb_status eb_eager_describe(const eb_instance *inst, const eb_path *path,
     if (!st) {
         eager_ctx *c = ex.ctx;
         c->descs = descs;
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         st = eager_run(c, &out, &cnt, err);
         eager_destroy(c);

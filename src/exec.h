@@ -24,7 +24,8 @@ const char *eb_mode_name(eb_mode m);
 typedef struct eb_executor {
     void *ctx;
     const char *mode;   /* "eager" or "trace" */
-    eb_status (*run)(void *ctx, const double **out, eb_exec_counters *cnt,
+    /* *out: the final output, elements of the instance's dtype (inst->dt) */
+    eb_status (*run)(void *ctx, const void **out, eb_exec_counters *cnt,
                      eb_error *err);
     void (*release)(void *ctx);
     void (*destroy)(void *ctx);
@@ -37,7 +38,8 @@ typedef struct eb_executor {
     int fused_groups;   /* trace: groups of steps run block by block */
 } eb_executor;
 
-/* Create the executor of a mode for one instance, path and set of inputs,
+/* Create the executor of a mode for one instance, path and set of inputs
+ * (views of elements of inst->dt, the dtype the engine runs in),
  * drawing memory from pool and engine threads from team (all borrowed; they
  * must outlive it; team may be NULL). Trace mode compiles here, fusing
  * steps as fuse says (NULL: no fusion; eager ignores it). */

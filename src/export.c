@@ -92,7 +92,7 @@ static int export_begin(void *vctx, const eb_run_info *i)
     if (x->kind == EB_EXPORT_CSV) {
         add(x, "backend,instance,strategy,mode,status,median_ms,iqr_ms,"
                "min_ms,max_ms,mean_ms,compile_ms,samples,threads,"
-               "log10_flops,log2_size,reused_from,noise\n");
+               "log10_flops,log2_size,reused_from,noise,dtype\n");
         return x->failed ? -1 : 0;
     }
     char buf[1024];
@@ -106,8 +106,8 @@ static int export_begin(void *vctx, const eb_run_info *i)
              i->sys ? i->sys->blas_config : "unknown", i->modes, i->threads,
              i->warmups, i->samples, i->fill);
     x->head = strdup(buf);
-    add(x, "| Instance | Strategy | Mode | Median (ms) | IQR (ms) | "
-           "Compile (ms) | Status |\n|---|---|---|---:|---:|---:|---|\n");
+    add(x, "| Instance | Strategy | Mode | Dtype | Median (ms) | IQR (ms) | "
+           "Compile (ms) | Status |\n|---|---|---|---|---:|---:|---:|---|\n");
     return !x->head || x->failed ? -1 : 0;
 }
 
@@ -134,7 +134,8 @@ static int export_measurement(void *vctx, const eb_record *r)
         add(x, "%s,%s,%s,%s,%s,%s,%d,%d,%.4f,%.4f,", med, iqr, mn, mx, mean,
             comp, r->samples, r->threads, r->log10_flops, r->log2_size);
         csv_field(x, r->reused_from, ",");
-        csv_field(x, marks, "\n");
+        csv_field(x, marks, ",");
+        csv_field(x, r->dtype, "\n");
         return x->failed ? -1 : 0;
     }
     char status[160];
@@ -150,6 +151,7 @@ static int export_measurement(void *vctx, const eb_record *r)
     md_cell(x, r->instance);
     md_cell(x, r->strategy);
     md_cell(x, r->mode);
+    md_cell(x, r->dtype);
     if (r->has_stats)
         add(x, " %.3f | %.3f | %.3f |", r->stats.median_ns / 1e6,
             r->stats.iqr_ns / 1e6, r->compile_ms);

@@ -66,7 +66,7 @@ static eb_status plan_member(const eb_fuse_step *st, const eb_fuse_group *g,
             v[q].shape[a] = b;
     }
     return eb_contract_plan(&v[0], st->nops > 1 ? &v[1] : NULL, keep, nkeep,
-                            1, lsz, out, err);
+                            1, lsz, g->dt, out, err);
 }
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -112,13 +112,14 @@ static eb_status plan_group(const eb_instance *inst, const eb_fuse_step *steps,
 /* Bytes of the operands of st that do not carry w and come from outside
  * (internal: which operands are made inside, NULL: none), counted twice:
  * every block after the first reads them again and packs them again (as a
- * GEMM packs its operands on every call). */
-static double reread_bytes(const eb_fuse_step *st, int w, const int *internal)
+ * GEMM packs its operands on every call). esz: bytes per element. */
+static double reread_bytes(const eb_fuse_step *st, int w, const int *internal,
+                           int64_t esz)
 {
     double bytes = 0;
     for (int q = 0; q < st->nops; q++)
         if ((!internal || internal[q] < 0) && axis_of(&st->op[q], w) < 0)
-            bytes += 2.0 * (double)eb_view_elems(&st->op[q]) * sizeof(double);
+            bytes += 2.0 * (double)eb_view_elems(&st->op[q]) * (double)esz;
     return bytes;
 }
 
@@ -143,26 +144,26 @@ static int choose_producers(const eb_fuse_step *steps, int t,
 {
     const eb_fuse_step *c = &steps[t];
     int w = g->label, n = 0;
+    int64_t esz = (int64_t)eb_dtype_size(g->dt);
     for (int q = 0; q < c->nops; q++) {
         int p = c->producer[q];
         if (p >= 0 && !taken[p] && axis_of(&c->op[q], w) >= 0 &&
             slicable(&steps[p], w) &&
-            steps[p].plan->out_elems * (int64_t)sizeof(double) >=
-                opts->min_bytes)
+            steps[p].plan->out_elems * esz >= opts->min_bytes)
             g->mem[n++] = p;
     }
     for (int dropped = 1; dropped && n > 0;) {
         int64_t per_w = 0;
         for (int i = 0; i < n; i++)
-            per_w += steps[g->mem[i]].plan->out_elems / g->w *
-                     (int64_t)sizeof(double);
+            per_w += steps[g->mem[i]].plan->out_elems / g->w * esz;
         g->bw = block_len(opts, per_w);
         double extra = (double)((g->w + g->bw - 1) / g->bw - 1);
         dropped = 0;
         for (int i = 0; i < n; i++) {
             const eb_fuse_step *p = &steps[g->mem[i]];
-            double saved = 2.0 * (double)p->plan->out_elems * sizeof(double);
-            if (!opts->force && extra * reread_bytes(p, w, NULL) >= saved) {
+            double saved = 2.0 * (double)p->plan->out_elems * (double)esz;
+            if (!opts->force &&
+                extra * reread_bytes(p, w, NULL, esz) >= saved) {
                 g->mem[i--] = g->mem[--n];
                 dropped = 1;
             }
@@ -186,6 +187,7 @@ static int try_group(const eb_instance *inst, const eb_fuse_step *steps,
     if (c->nops < 2 || w < 0 || !slicable(c, w))
         return 0;
     memset(g, 0, sizeof *g);
+    g->dt = inst->dt;
     g->label = w;
     g->w = inst->label_size[w];
     int np = choose_producers(steps, t, taken, opts, g);
@@ -200,7 +202,7 @@ static int try_group(const eb_instance *inst, const eb_fuse_step *steps,
         g->internal[i][0] = g->internal[i][1] = -1;
         if (i < np)
             saved += 2.0 * (double)steps[g->mem[i]].plan->out_elems *
-                     sizeof(double);
+                     (double)eb_dtype_size(g->dt);
     }
     for (int q = 0; q < c->nops; q++)
         for (int i = 0; i < np; i++)
@@ -208,7 +210,9 @@ static int try_group(const eb_instance *inst, const eb_fuse_step *steps,
                 g->internal[np][q] = i;
     /* The consumer's own operands without w are read again per block too. */
     double extra = (double)((g->w + g->bw - 1) / g->bw - 1);
-    if (!opts->force && extra * reread_bytes(c, w, g->internal[np]) >= saved)
+    if (!opts->force &&
+        extra * reread_bytes(c, w, g->internal[np],
+                             (int64_t)eb_dtype_size(g->dt)) >= saved)
         return 0;
     for (int i = 0; i < g->nmem; i++) {
         const eb_fuse_step *st = &steps[g->mem[i]];
@@ -272,20 +276,24 @@ static void run_blocks(const eb_fuse_group *g, const eb_fuse_bind *b,
                        eb_exec_counters *cnt)
 {
     int last = g->nmem - 1;
-    double *const(*buf)[4] = b->buf[part];
+    int64_t esz = (int64_t)eb_dtype_size(g->dt);
+    void *const(*buf)[4] = b->buf[part];
     for (int64_t blk = lo; blk < hi; blk++) {
         int64_t w0 = blk * g->bw;
         const eb_plan *pl = g->plan[g->w - w0 < g->bw];
         for (int i = 0; i <= last; i++) {
-            const double *op[2] = {NULL, NULL};
+            const void *op[2] = {NULL, NULL};
             for (int q = 0; q < 2; q++) {
                 int m = g->internal[i][q];
                 if (m >= 0)
                     op[q] = buf[m][3];
                 else if (b->ext[i][q])
-                    op[q] = b->ext[i][q] + w0 * g->wstride[i][q];
+                    op[q] = (const char *)b->ext[i][q] +
+                            w0 * g->wstride[i][q] * esz;
             }
-            double *out = i == last ? b->out + w0 * g->out_wstride : buf[i][3];
+            void *out = i == last
+                            ? (char *)b->out + w0 * g->out_wstride * esz
+                            : buf[i][3];
             eb_contract_exec(&pl[i], op[0], op[1], buf[i][0], buf[i][1],
                              buf[i][2], out, team, cnt);
         }
@@ -301,12 +309,23 @@ static void fuse_part(void *arg, int part, int nparts)
     run_blocks(j->g, j->b, part, lo, hi, NULL, &j->cnt[part]);
 }
 
+/* Whether the blocks of a group split evenly enough over n threads to run
+ * whole blocks per thread: the busiest thread may have at most 10% more
+ * than an even share (3 blocks on 2 threads would be 2 against 1.5).
+ * Otherwise the blocks run one after another and each member step splits
+ * its own kernels over the team. */
+static int blocks_balance(int64_t nblocks, int n)
+{
+    int64_t most = (nblocks + n - 1) / n;
+    return (double)most * n <= 1.1 * (double)nblocks;
+}
+
 void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
                   struct eb_team *team, eb_exec_counters *cnt)
 {
     int n = eb_team_size(team);
     int64_t nblocks = (g->w + g->bw - 1) / g->bw;
-    if (n == 1 || b->nparts < n || nblocks < n) {
+    if (n == 1 || b->nparts < n || !blocks_balance(nblocks, n)) {
         run_blocks(g, b, 0, 0, nblocks, team, cnt);
         return;
     }

@@ -57,6 +57,7 @@ typedef struct {
 } eb_fuse_step;
 
 typedef struct {
+    eb_dtype dt;              /* the instance's: element size of all bytes */
     int nmem;
     int mem[EB_FUSE_MAX];     /* steps in path order; the last consumes */
     int label;                /* w */
@@ -82,12 +83,12 @@ eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
 
 /* Where a group's data lives at run time. */
 typedef struct {
-    const double *ext[EB_FUSE_MAX][2]; /* member i's operand q from outside
+    const void *ext[EB_FUSE_MAX][2];   /* member i's operand q from outside
                                           (whole tensor), NULL otherwise */
     int nparts;                        /* 1..EB_FUSE_MAX_PARTS */
-    double *buf[EB_FUSE_MAX_PARTS][EB_FUSE_MAX][4]; /* per part: member
+    void *buf[EB_FUSE_MAX_PARTS][EB_FUSE_MAX][4]; /* per part: member
                                           i's buffers (buf_elems) */
-    double *out;                       /* the consumer's whole output */
+    void *out;                         /* the consumer's whole output */
 } eb_fuse_bind;
 
 /*
@@ -96,7 +97,10 @@ typedef struct {
  * whole group on its own buffers, with every kernel single-threaded (BLAS
  * is set to one thread for the group and set back after it): no thread
  * waits for another until the group ends, and the team's budget is what
- * runs.
+ * runs. When the blocks do not share out evenly (the busiest thread would
+ * get more than 10% over an even share, e.g. 3 blocks on 2 threads), the
+ * blocks run one after another on part 0's buffers and each member step
+ * splits its own kernels over the team.
  */
 void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
                   struct eb_team *team, eb_exec_counters *cnt);

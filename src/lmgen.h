@@ -15,6 +15,13 @@
  * creation order, copy 2 (fresh labels, same structure), its token matrices,
  * and the output: the batch label.
  *
+ * The dtype (float64 by default) changes nothing in that structure: the
+ * public complex128 instances (lm_batch_likelihood_<data>_<L>_<H>c) are the
+ * float64 ones' networks with complex entries. It sets the file's "dtype",
+ * the name's last letter ('d' for the real dtypes, 'c' for the complex
+ * ones; float32 and complex64 add "_float32" / "_complex64", names the
+ * public set does not have) and the bytes the memory limits count.
+ *
  * Labels are assigned in creation order: a..z, A..Z, then further Unicode
  * letters (Latin-1 and Latin Extended, Greek, Cyrillic, CJK ideographs), so
  * the format string names its labels in order of first appearance.
@@ -27,6 +34,7 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
 #include "instance.h"
 #include "jsonw.h"
 #include "status.h"
@@ -36,7 +44,8 @@ enum { EB_LM_MAX_DEPTH = 8 };
 /* Ranges checked before the size limits (each in 1..EB_LM_MAX_EXTENT). */
 #define EB_LM_MAX_EXTENT ((int64_t)1 << 31)
 /* Memory limits of `gen lm`: no single operand above 2 GiB and all inputs
- * together at most 4 GiB of float64 (the runner holds every input at once). */
+ * together at most 4 GiB in the instance's dtype (the runner holds every
+ * input at once). */
 #define EB_LM_MAX_OPERAND_BYTES ((int64_t)1 << 31)
 #define EB_LM_MAX_INPUT_BYTES ((int64_t)1 << 32)
 
@@ -45,6 +54,7 @@ typedef struct {
     int64_t hidden;  /* H: size of every internal leg */
     int64_t vocab;   /* V: size of every observable leg */
     int64_t batch;   /* B: size of the batch label */
+    eb_dtype dt;     /* element type of the file (0: float64) */
 } eb_lm_params;
 
 typedef struct {
@@ -56,7 +66,8 @@ typedef struct {
     int num_labels;
     int *ranks;             /* rank of each operand */
     int64_t **shapes;       /* shapes[k][a], row-major */
-    int64_t input_bytes;    /* float64 bytes of all inputs */
+    eb_dtype dt;
+    int64_t input_bytes;    /* bytes of all inputs in dt */
     int64_t max_operand_bytes;
 } eb_lm_network;
 
@@ -79,9 +90,10 @@ uint32_t eb_lm_label_cp(int k);
 eb_status eb_lm_validate(const eb_lm_params *p, eb_error *err);
 
 /* The public set's name for these parameters, into buf of cap bytes:
- * lm_batch_likelihood_<data>_<depth+1>_<H>d, with data "sentence" for V = 11,
- * "brackets" for V = 7 and "v<V>" otherwise, plus "_b<B>" when B is not the
- * public batch size for that data and depth. */
+ * lm_batch_likelihood_<data>_<depth+1>_<H><d|c>, with data "sentence" for
+ * V = 11, "brackets" for V = 7 and "v<V>" otherwise, 'd' for a real and 'c'
+ * for a complex dtype, plus "_b<B>" when B is not the public batch size for
+ * that data and depth, plus "_float32" or "_complex64" for those dtypes. */
 const char *eb_lm_default_name(const eb_lm_params *p, char *buf, int cap);
 
 /* Validate and build the network; name NULL means the default name. */

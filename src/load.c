@@ -528,11 +528,6 @@ static eb_status load_instance_json(const char *file, const cJSON *root,
                             "%s: name: '%s' does not match the file name "
                             "(expected '%.*s')", file, name, (int)(blen - 5),
                             base);
-    if (strcmp(dtype, "float64") != 0)
-        return eb_error_set(err, strcmp(dtype, "complex128") == 0
-                                     ? EB_ERR_UNSUPPORTED : EB_ERR_INVALID,
-                            "%s: dtype: '%s' is not supported (expected "
-                            "'float64')", file, dtype);
     if (fs_row && strcmp(fs_row, fs) != 0)
         return eb_error_set(err, EB_ERR_INVALID,
                             "%s: format_string_rowmajor: differs from "

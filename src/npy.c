@@ -18,6 +18,18 @@
 #error "npy.c assumes a little-endian host ('<f8' data is read as is)"
 #endif
 
+/* The type code after the byte-order character, per dtype. */
+static const char *const npy_code[EB_DTYPE_COUNT] = {
+    [EB_F64] = "f8", [EB_F32] = "f4", [EB_C128] = "c16", [EB_C64] = "c8"};
+
+const char *eb_npy_descr(eb_dtype dt)
+{
+    static const char *const descr[EB_DTYPE_COUNT] = {
+        [EB_F64] = "<f8", [EB_F32] = "<f4", [EB_C128] = "<c16",
+        [EB_C64] = "<c8"};
+    return descr[dt];
+}
+
 enum {
     NPY_MAGIC_BYTES = 6,
     NPY_ALIGN = 64,           /* numpy's ARRAY_ALIGN */
@@ -79,10 +91,10 @@ static void printable(char *out, size_t size, const char *s, size_t n)
     out[k] = '\0';
 }
 
-/* Bytes of a compact float64 array of this shape, or an error on a negative
- * dimension or an overflow of size_t or int64_t. */
+/* Bytes of a compact array of this shape with elements of esize bytes, or
+ * an error on a negative dimension or an overflow of size_t or int64_t. */
 static eb_status shape_bytes(const char *file, const int64_t *dims, int rank,
-                             size_t *bytes, eb_error *err)
+                             size_t esize, size_t *bytes, eb_error *err)
 {
     /* Once past INT64_MAX elems sticks at UINT64_MAX, unless a later zero
      * dimension makes the true product 0. */
@@ -97,15 +109,14 @@ static eb_status shape_bytes(const char *file, const int64_t *dims, int rank,
         else
             elems *= (uint64_t)dims[a];
     }
-    if (elems > (uint64_t)INT64_MAX / sizeof(double) ||
-        elems > SIZE_MAX / sizeof(double)) {
+    if (elems > (uint64_t)INT64_MAX / esize || elems > SIZE_MAX / esize) {
         char shape[NPY_SHAPE_TEXT];
         format_shape(shape, sizeof shape, dims, rank);
         return eb_error_set(err, EB_ERR_NOMEM,
                             "%s: shape: %s is too large to address", file,
                             shape);
     }
-    *bytes = (size_t)elems * sizeof(double);
+    *bytes = (size_t)elems * esize;
     return EB_OK;
 }
 
@@ -245,7 +256,8 @@ static eb_status parse_descr(cursor *c, npy_header *h)
     if (peek(c) != '\'' && peek(c) != '"')
         return eb_error_set(c->err, EB_ERR_UNSUPPORTED,
                             "%s: descr: not a plain dtype string (a "
-                            "structured dtype?) (expected '<f8')", c->file);
+                            "structured dtype?) (expected a string such as "
+                            "'<f8')", c->file);
     const char *s;
     size_t n;
     eb_status st = parse_string(c, &s, &n);
@@ -391,21 +403,55 @@ static eb_status read_header(FILE *f, const char *file, npy_header *h,
     return s;
 }
 
+/* The dtype a descr names ('<' or '=' and a code of npy_code; '>' sets
+ * *big), or -1. */
+static int descr_dtype(const char *descr, int *big)
+{
+    *big = descr[0] == '>';
+    if (descr[0] != '<' && descr[0] != '=' && descr[0] != '>')
+        return -1;
+    for (int t = 0; t < EB_DTYPE_COUNT; t++)
+        if (strcmp(descr + 1, npy_code[t]) == 0)
+            return t;
+    return -1;
+}
+
+/* The descr against the dtype the caller reads: a known descr of another
+ * dtype is never converted. */
+static eb_status check_descr(const npy_header *h, const char *file,
+                             eb_dtype dt, eb_error *err)
+{
+    int big = 0;
+    int t = h->descr_long ? -1 : descr_dtype(h->descr, &big);
+    if (t == (int)dt && !big)
+        return EB_OK;
+    char shown[NPY_DESCR_BYTES];
+    printable(shown, sizeof shown, h->descr, strlen(h->descr));
+    const char *want = eb_dtype_name(dt), *descr = eb_npy_descr(dt);
+    if (t < 0)
+        return eb_error_set(err, EB_ERR_UNSUPPORTED,
+                            "%s: descr: '%s%s' is not %s (expected '%s')",
+                            file, shown, h->descr_long ? "..." : "", want,
+                            descr);
+    if (big)
+        return eb_error_set(err, EB_ERR_UNSUPPORTED,
+                            "%s: descr: '%s' is big-endian %s, not "
+                            "little-endian %s (expected '%s')", file, shown,
+                            eb_dtype_name((eb_dtype)t), want, descr);
+    return eb_error_set(err, EB_ERR_INVALID,
+                        "%s: descr: '%s' is %s, not %s, the dtype read "
+                        "(expected '%s'; a file is never converted)", file,
+                        shown, eb_dtype_name((eb_dtype)t), want, descr);
+}
+
 /* dtype, order and shape against what the caller needs. */
 static eb_status check_header(const npy_header *h, const char *file,
-                              const int64_t *expected, int rank,
+                              const int64_t *expected, int rank, eb_dtype dt,
                               const char *what, eb_error *err)
 {
-    if (h->descr_long ||
-        (strcmp(h->descr, "<f8") != 0 && strcmp(h->descr, "=f8") != 0)) {
-        char shown[NPY_DESCR_BYTES];
-        printable(shown, sizeof shown, h->descr, strlen(h->descr));
-        int big = !strcmp(shown, ">f8") || !strcmp(shown, ">d");
-        return eb_error_set(err, EB_ERR_UNSUPPORTED,
-                            "%s: descr: '%s%s' is not %sfloat64 (expected "
-                            "'<f8')", file, shown, h->descr_long ? "..." : "",
-                            big ? "little-endian " : "");
-    }
+    eb_status st = check_descr(h, file, dt, err);
+    if (st != EB_OK)
+        return st;
     if (h->fortran)
         return eb_error_set(err, EB_ERR_UNSUPPORTED,
                             "%s: fortran_order: True (expected False: C "
@@ -425,14 +471,18 @@ static eb_status check_header(const npy_header *h, const char *file,
 }
 
 eb_status eb_npy_read(const char *file, const int64_t *expected, int rank,
-                      double *dst, const char *what, eb_error *err)
+                      eb_dtype dt, void *dst, const char *what, eb_error *err)
 {
+    if ((unsigned)dt >= EB_DTYPE_COUNT)
+        return eb_error_set(err, EB_ERR_INTERNAL, "%s: descr: no dtype %d",
+                            file, (int)dt);
     if (rank < 0 || rank > EB_NPY_MAX_RANK || (rank > 0 && !expected))
         return eb_error_set(err, EB_ERR_INTERNAL,
                             "%s: shape: rank %d is out of range (0..%d)", file,
                             rank, EB_NPY_MAX_RANK);
     size_t need;
-    eb_status s = shape_bytes(file, expected, rank, &need, err);
+    eb_status s = shape_bytes(file, expected, rank, eb_dtype_size(dt), &need,
+                              err);
     if (s != EB_OK)
         return s;
     /* Regular files only (a FIFO or /dev/zero is refused, never read). */
@@ -449,7 +499,7 @@ eb_status eb_npy_read(const char *file, const int64_t *expected, int rank,
     npy_header h;
     s = read_header(f, file, &h, err);
     if (s == EB_OK)
-        s = check_header(&h, file, expected, rank, what, err);
+        s = check_header(&h, file, expected, rank, dt, what, err);
     if (s == EB_OK) {
         size_t got = need ? fread(dst, 1, need, f) : 0;
         s = read_error(f, file, "data", err);
@@ -469,13 +519,13 @@ eb_status eb_npy_read(const char *file, const int64_t *expected, int rank,
  * space padding and '\n' to a multiple of NPY_ALIGN bytes (a full extra block
  * when already aligned, as numpy does). Returns the length, 0 if too long. */
 static size_t build_header(char *buf, size_t size, const int64_t *shape,
-                           int rank)
+                           int rank, eb_dtype dt)
 {
     char tuple[NPY_SHAPE_TEXT];
     format_shape(tuple, sizeof tuple, shape, rank);
     int dict = snprintf(buf + 10, size - 10,
-                        "{'descr': '<f8', 'fortran_order': False, "
-                        "'shape': %s, }", tuple);
+                        "{'descr': '%s', 'fortran_order': False, "
+                        "'shape': %s, }", eb_npy_descr(dt), tuple);
     if (dict < 0 || (size_t)dict >= size - 10)
         return 0;
     size_t hlen = (size_t)dict;
@@ -503,7 +553,7 @@ static size_t build_header(char *buf, size_t size, const int64_t *shape,
 /* Write header and data to the new temporary fd, checking every step
  * including close. */
 static eb_status write_tmp(int fd, const char *tmp, const char *head,
-                           size_t head_len, const double *data, size_t bytes,
+                           size_t head_len, const void *data, size_t bytes,
                            eb_error *err)
 {
     /* mkstemp makes the file 0600; give it the mode fopen would have. */
@@ -531,18 +581,21 @@ static eb_status write_tmp(int fd, const char *tmp, const char *head,
 }
 
 eb_status eb_npy_write(const char *file, const int64_t *shape, int rank,
-                       const double *data, eb_error *err)
+                       eb_dtype dt, const void *data, eb_error *err)
 {
-    if (rank < 0 || rank > EB_NPY_MAX_RANK || (rank > 0 && !shape))
+    if (rank < 0 || rank > EB_NPY_MAX_RANK || (rank > 0 && !shape) ||
+        (unsigned)dt >= EB_DTYPE_COUNT)
         return eb_error_set(err, EB_ERR_INTERNAL,
-                            "%s: shape: rank %d is out of range (0..%d)", file,
-                            rank, EB_NPY_MAX_RANK);
+                            "%s: shape: rank %d is out of range (0..%d) or "
+                            "no dtype %d", file, rank, EB_NPY_MAX_RANK,
+                            (int)dt);
     size_t bytes;
-    eb_status s = shape_bytes(file, shape, rank, &bytes, err);
+    eb_status s = shape_bytes(file, shape, rank, eb_dtype_size(dt), &bytes,
+                              err);
     if (s != EB_OK)
         return s;
     char head[NPY_SHAPE_TEXT + 4 * NPY_ALIGN];
-    size_t head_len = build_header(head, sizeof head, shape, rank);
+    size_t head_len = build_header(head, sizeof head, shape, rank, dt);
     if (head_len == 0)
         return eb_error_set(err, EB_ERR_INTERNAL,
                             "%s: header: does not fit in %zu bytes", file,

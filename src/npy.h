@@ -1,11 +1,15 @@
 /*
  * npy: reading and writing NumPy .npy files (format versions 1.0, 2.0 and
- * 3.0 on read; 1.0 on write) holding float64 arrays in C order.
+ * 3.0 on read; 1.0 on write) holding arrays of one of dtype.h's element
+ * types in C order.
  *
- * Only '<f8' (little-endian float64; '=f8' too, which means the same on the
- * little-endian hosts this module builds for), fortran_order False, is
- * accepted; any other dtype or order is a clear error naming the file and the
- * header field. A 0-d array (shape ()) holds one element (a scalar output).
+ * The descr of each dtype: '<f8' float64, '<f4' float32, '<c16'
+ * complex128, '<c8' complex64 (little-endian; '=' for '<' too, which means
+ * the same on the little-endian hosts this module builds for). A read
+ * accepts only the descr of the dtype it is asked for (never converts),
+ * fortran_order False; any other descr or order is a clear error naming the
+ * file and the header field. A 0-d array (shape ()) holds one element (a
+ * scalar output).
  *
  * Bytes after the data (never written by numpy) are ignored, as numpy.load
  * ignores them. The header dictionary is parsed as the Python literal numpy
@@ -18,28 +22,35 @@
 
 #include <stdint.h>
 
+#include "dtype.h"
 #include "status.h"
 
 enum { EB_NPY_MAX_RANK = 64, EB_NPY_MAX_HEADER_BYTES = 1 << 20 };
 
 /*
  * Read file into dst, which has room for the product of expected[0..rank-1]
- * elements and must have that shape exactly (rank 0: shape (), one element).
+ * elements of dtype dt and must have that shape and dtype exactly (rank 0:
+ * shape (), one element).
  * A shape mismatch is EB_ERR_INVALID with a message like
  * "in/3.npy: shape: (4, 5) but operand 3 needs (4, 6)".
  * `what` names the operand in messages ("operand 3"; NULL: "the caller").
  * Errors: EB_ERR_IO (open/read), EB_ERR_PARSE (not .npy, bad header,
- * truncated data), EB_ERR_UNSUPPORTED (dtype, order, version),
- * EB_ERR_INVALID (shape). On failure dst may have been partly written.
+ * truncated data), EB_ERR_UNSUPPORTED (an unknown descr, big-endian,
+ * order, version), EB_ERR_INVALID (shape; a known descr of another dtype).
+ * On failure dst may have been partly written.
  */
 eb_status eb_npy_read(const char *file, const int64_t *expected, int rank,
-                      double *dst, const char *what, eb_error *err);
+                      eb_dtype dt, void *dst, const char *what,
+                      eb_error *err);
 
-/* Write data (compact, C order) with the given shape; written to a temporary
- * file first and renamed into place, so a failure never leaves a partial
+/* The descr numpy writes for dt: "<f8", "<f4", "<c16", "<c8". */
+const char *eb_npy_descr(eb_dtype dt);
+
+/* Write data (compact, C order, elements of dt) with the given shape and
+ * the descr of dt; written to a temporary file first and renamed into place, so a failure never leaves a partial
  * file. The bytes are those numpy.save (numpy >= 1.24) writes for the same
  * array. */
 eb_status eb_npy_write(const char *file, const int64_t *shape, int rank,
-                       const double *data, eb_error *err);
+                       eb_dtype dt, const void *data, eb_error *err);
 
 #endif

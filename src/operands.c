@@ -17,13 +17,38 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* Value i (0-based) of operand k's stream. */
+static double random_value(uint64_t base, int64_t i)
+{
+    uint64_t v = mix64(base + (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL);
+    return (double)(v >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
+
+static uint64_t random_base(uint64_t seed, int k)
+{
+    return mix64(seed + 0x632BE59BD9B4E019ULL * (uint64_t)(k + 1));
+}
+
 void eb_fill_random(double *dst, int64_t n, uint64_t seed, int k)
 {
-    uint64_t base = mix64(seed + 0x632BE59BD9B4E019ULL * (uint64_t)(k + 1));
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t v = mix64(base + (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL);
-        dst[i] = (double)(v >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    uint64_t base = random_base(seed, k);
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = random_value(base, i);
+}
+
+void eb_fill_random_dt(void *dst, eb_dtype dt, int64_t n, uint64_t seed,
+                       int k)
+{
+    /* A complex element is two consecutive values (real, imaginary). */
+    int64_t vals = eb_dtype_is_complex(dt) ? 2 * n : n;
+    if (eb_dtype_real(dt) == EB_F64) {
+        eb_fill_random(dst, vals, seed, k);
+        return;
     }
+    float *out = dst;
+    uint64_t base = random_base(seed, k);
+    for (int64_t i = 0; i < vals; i++)
+        out[i] = (float)random_value(base, i);
 }
 
 int eb_fill_parse(const char *s, eb_fill *fill)
@@ -62,14 +87,15 @@ void eb_operands_destroy(eb_operands *ops)
 }
 
 static eb_status fill_one(const eb_instance *inst, const eb_fill *fill, int k,
-                          double *buf, int64_t n, eb_error *err)
+                          void *buf, int64_t n, eb_error *err)
 {
     if (fill->kind == EB_FILL_ZEROS) {
-        memset(buf, 0, (size_t)n * sizeof(double)); /* touches every page */
+        /* All-zero bytes are 0.0 in every dtype; touches every page. */
+        memset(buf, 0, (size_t)n * eb_dtype_size(inst->dt));
         return EB_OK;
     }
     if (fill->kind == EB_FILL_RANDOM) {
-        eb_fill_random(buf, n, fill->seed, k);
+        eb_fill_random_dt(buf, inst->dt, n, fill->seed, k);
         return EB_OK;
     }
     char file[4096], what[32];
@@ -79,7 +105,7 @@ static eb_status fill_one(const eb_instance *inst, const eb_fill *fill, int k,
     const eb_term *t = &inst->inputs[k];
     for (int a = 0; a < t->rank; a++)
         shape[a] = inst->label_size[t->ids[a]];
-    return eb_npy_read(file, shape, t->rank, buf, what, err);
+    return eb_npy_read(file, shape, t->rank, inst->dt, buf, what, err);
 }
 
 eb_status eb_operands_create(const eb_instance *inst, const eb_fill *fill,
@@ -97,18 +123,19 @@ eb_status eb_operands_create(const eb_instance *inst, const eb_fill *fill,
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }
     ops->count = n;
+    size_t esize = eb_dtype_size(inst->dt);
     for (int k = 0; k < n; k++) {
         int64_t elems = eb_instance_operand_elems(inst, k);
         void *buf = NULL;
-        if ((uint64_t)elems > SIZE_MAX / sizeof(double) ||
-            !(buf = eb_mem_alloc((size_t)elems * sizeof(double)))) {
+        if ((uint64_t)elems > SIZE_MAX / esize ||
+            !(buf = eb_mem_alloc((size_t)elems * esize))) {
             eb_operands_destroy(ops);
             return eb_error_set(err, EB_ERR_NOMEM,
                                 "%s: out of memory for operand %d (%" PRId64
                                 " elements)", inst->file, k, elems);
         }
         ops->bufs[k] = buf;
-        ops->bytes += elems * (int64_t)sizeof(double);
+        ops->bytes += elems * (int64_t)esize;
         eb_status st = fill_one(inst, fill, k, buf, elems, err);
         if (st) {
             eb_operands_destroy(ops);

@@ -98,7 +98,8 @@ eb_status eb_plan_json(const eb_instance *inst, const eb_pathset *ps,
     eb_jw_str(w, "instance", inst->name);
     eb_jw_str(w, "instance_file", inst->file);
     eb_jw_str(w, "format_string", inst->format_string);
-    eb_jw_str(w, "dtype", inst->dtype);
+    eb_jw_str(w, "dtype", eb_dtype_name(inst->dt)); /* the run's */
+    eb_jw_str(w, "file_dtype", inst->dtype);
     eb_jw_int(w, "num_tensors", inst->num_tensors);
     eb_jw_arr_begin(w, "inputs");
     for (int k = 0; k < inst->num_tensors; k++)

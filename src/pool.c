@@ -7,8 +7,8 @@
 #include "mem.h"
 
 typedef struct {
-    double *buf;
-    int64_t cap; /* elements */
+    void *buf;
+    int64_t cap; /* bytes */
     int in_use;
 } entry;
 
@@ -34,13 +34,13 @@ void eb_pool_destroy(eb_pool *pool)
     free(pool);
 }
 
-double *eb_pool_get(eb_pool *pool, int64_t elems)
+void *eb_pool_get(eb_pool *pool, int64_t bytes)
 {
-    if (elems < 1)
-        elems = 1;
+    if (bytes < 1)
+        bytes = 1;
     int best = -1;
     for (int k = 0; k < pool->n; k++)
-        if (!pool->e[k].in_use && pool->e[k].cap >= elems &&
+        if (!pool->e[k].in_use && pool->e[k].cap >= bytes &&
             (best < 0 || pool->e[k].cap < pool->e[best].cap))
             best = k;
     if (best >= 0) {
@@ -56,21 +56,21 @@ double *eb_pool_get(eb_pool *pool, int64_t elems)
         pool->cap = cap;
     }
     /* Round to whole 4 KiB pages: the tail would be wasted anyway. */
-    int64_t cap = (elems + 511) & ~(int64_t)511;
-    if ((uint64_t)cap > SIZE_MAX / sizeof(double))
+    if (bytes > INT64_MAX - 4095 || (uint64_t)bytes > SIZE_MAX - 4095)
         return NULL;
-    void *buf = eb_mem_alloc((size_t)cap * sizeof(double));
+    int64_t cap = (bytes + 4095) & ~(int64_t)4095;
+    void *buf = eb_mem_alloc((size_t)cap);
     if (!buf)
         return NULL;
     /* Touch every page now, outside the samples that will reuse it. */
-    memset(buf, 0, (size_t)cap * sizeof(double));
+    memset(buf, 0, (size_t)cap);
     pool->e[pool->n++] = (entry){buf, cap, 1};
-    pool->bytes += cap * (int64_t)sizeof(double);
+    pool->bytes += cap;
     pool->allocs++;
     return buf;
 }
 
-void eb_pool_put(eb_pool *pool, double *buf)
+void eb_pool_put(eb_pool *pool, void *buf)
 {
     if (!buf)
         return;

@@ -13,9 +13,52 @@ double eb_ref_cost(const eb_instance *inst)
     return it * (inst->num_tensors > 1 ? inst->num_tensors : 1);
 }
 
-eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
-                        double *out, eb_error *err)
+eb_dtype eb_ref_dtype(eb_dtype run)
 {
+    return eb_dtype_is_complex(run) ? EB_C128 : EB_F64;
+}
+
+/* The reference computes in float64 or complex128 only. */
+static eb_status ref_dtype_ok(const eb_instance *inst, eb_error *err)
+{
+    if (inst->dt == EB_F64 || inst->dt == EB_C128)
+        return EB_OK;
+    return eb_error_set(err, EB_ERR_INTERNAL, "%s: the reference einsum "
+                        "runs in float64 or complex128, not %s", inst->file,
+                        eb_dtype_name(inst->dt));
+}
+
+/* The product of every operand's element at off[0..n) added to out[off[n]]
+ * (complex: interleaved pairs, offsets in elements). */
+static void ref_accumulate(const eb_view *inputs, int n, int cplx,
+                           const int64_t *off, double *out)
+{
+    if (!cplx) {
+        double prod = 1;
+        for (int k = 0; k < n; k++)
+            prod *= ((const double *)inputs[k].data)[off[k]];
+        out[off[n]] += prod;
+        return;
+    }
+    double pr = 1, pi = 0;
+    for (int k = 0; k < n; k++) {
+        const double *x = (const double *)inputs[k].data + 2 * off[k];
+        double r = pr * x[0] - pi * x[1];
+        pi = pr * x[1] + pi * x[0];
+        pr = r;
+    }
+    out[2 * off[n]] += pr;
+    out[2 * off[n] + 1] += pi;
+}
+
+eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
+                        void *out_buf, eb_error *err)
+{
+    eb_status bad = ref_dtype_ok(inst, err);
+    if (bad)
+        return bad;
+    int cplx = inst->dt == EB_C128;
+    double *out = out_buf;
     int L = inst->num_labels, n = inst->num_tensors;
     /* step[l * (n + 1) + k]: offset change of operand k (k == n: output)
      * when label l advances by one. */
@@ -38,12 +81,9 @@ eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
         os *= inst->label_size[inst->output.ids[a]];
     }
     out_elems = os;
-    memset(out, 0, (size_t)out_elems * sizeof(double));
+    memset(out, 0, (size_t)out_elems * eb_dtype_size(inst->dt));
     for (;;) {
-        double prod = 1;
-        for (int k = 0; k < n; k++)
-            prod *= inputs[k].data[off[k]];
-        out[off[n]] += prod;
+        ref_accumulate(inputs, n, cplx, off, out);
         int l = L - 1;
         for (; l >= 0; l--) {
             int64_t *s = step + (size_t)l * (size_t)(n + 1);
@@ -207,6 +247,53 @@ static int64_t role_size(const ref_label *lab, int nu, int role)
     return s;
 }
 
+/* c[t] += x[t] * y[t] for each of nb batches of the gathered layouts. */
+static void ref_multiply(int dot, int64_t nb, int64_t rows, int64_t cols,
+                         int64_t k, const double *gx, const double *gy,
+                         double *gc)
+{
+    for (int64_t t = 0; t < nb; t++)
+        (dot ? ref_gemm_dot : ref_gemm_ikj)(rows, cols, k, gx + t * rows * k,
+                                            gy + t * cols * k,
+                                            gc + t * rows * cols);
+}
+
+/* Complex (interleaved) operands: each side is gathered as two real
+ * planes (real parts, then imaginary parts: the same copy with the
+ * source's strides doubled, from offset 0 and 1), multiplied as
+ * cr = xr yr - xi yi, ci = xr yi + xi yr with the real loops (xi negated
+ * in place for the last product), and both planes scattered back. */
+static void ref_pair_complex(const ref_dim *dx, int ndx, const double *x,
+                             const ref_dim *dy, int ndy, const double *y,
+                             const ref_dim *dc, int ndc, int dot, int64_t nb,
+                             int64_t rows, int64_t cols, int64_t k,
+                             double *gx, double *gy, double *gc, double *out)
+{
+    ref_dim d2[2 * EB_MAX_RANK];
+    int64_t ex = nb * rows * k, ey = nb * cols * k, ec = nb * rows * cols;
+    memcpy(d2, dx, (size_t)ndx * sizeof *d2);
+    for (int q = 0; q < ndx; q++)
+        d2[q].src *= 2;
+    ref_copy(d2, ndx, x, gx);
+    ref_copy(d2, ndx, x + 1, gx + ex);
+    memcpy(d2, dy, (size_t)ndy * sizeof *d2);
+    for (int q = 0; q < ndy; q++)
+        d2[q].src *= 2;
+    ref_copy(d2, ndy, y, gy);
+    ref_copy(d2, ndy, y + 1, gy + ey);
+    ref_multiply(dot, nb, rows, cols, k, gx, gy, gc);
+    ref_multiply(dot, nb, rows, cols, k, gx, gy + ey, gc + ec);
+    ref_multiply(dot, nb, rows, cols, k, gx + ex, gy, gc + ec);
+    for (int64_t i = 0; i < ex; i++)
+        gx[ex + i] = -gx[ex + i];
+    ref_multiply(dot, nb, rows, cols, k, gx + ex, gy + ey, gc);
+    memcpy(d2, dc, (size_t)ndc * sizeof *d2);
+    for (int q = 0; q < ndc; q++)
+        d2[q].dst *= 2;
+    ref_copy(d2, ndc, gc, out);
+    ref_copy(d2, ndc, gc + ec, out + 1);
+}
+
 /* out (compact, labels out_ids) = sum over the other labels of a * b:
  * gather each operand compact as [batch][free][contracted] (labels only
  * one operand has and the output lacks are summed in the gather), multiply
@@ -216,6 +303,8 @@ static eb_status ref_pair(const eb_instance *inst, const ref_operand *a,
                           int out_rank, double *out, int64_t out_elems,
                           eb_error *err)
 {
+    int cplx = inst->dt == EB_C128;
+    size_t w = cplx ? 2 : 1; /* doubles per element */
     ref_label lab[2 * EB_MAX_RANK];
     int u[2 * EB_MAX_RANK], in[2 * EB_MAX_RANK] = {0}, nu = 0;
     const ref_operand *ops[2] = {a, b};
@@ -266,9 +355,9 @@ static eb_status ref_pair(const eb_instance *inst, const ref_operand *a,
         dc[q].src = dc[q].dst;
         dc[q].dst = t;
     }
-    double *gx = calloc((size_t)ex, sizeof *gx),
-           *gy = calloc((size_t)ey, sizeof *gy),
-           *gc = calloc((size_t)ec, sizeof *gc);
+    double *gx = calloc((size_t)ex * w, sizeof *gx),
+           *gy = calloc((size_t)ey * w, sizeof *gy),
+           *gc = calloc((size_t)ec * w, sizeof *gc);
     if (!gx || !gy || !gc) {
         free(gx);
         free(gy);
@@ -276,14 +365,16 @@ static eb_status ref_pair(const eb_instance *inst, const ref_operand *a,
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory for a "
                             "reference step");
     }
-    ref_copy(dx, ndx, ops[x]->data, gx);
-    ref_copy(dy, ndy, ops[!x]->data, gy);
-    for (int64_t t = 0; t < nb; t++)
-        (dot ? ref_gemm_dot : ref_gemm_ikj)(rows, cols, k, gx + t * rows * k,
-                                            gy + t * cols * k,
-                                            gc + t * rows * cols);
-    memset(out, 0, (size_t)out_elems * sizeof(double));
-    ref_copy(dc, ndc, gc, out);
+    memset(out, 0, (size_t)out_elems * w * sizeof(double));
+    if (cplx) {
+        ref_pair_complex(dx, ndx, ops[x]->data, dy, ndy, ops[!x]->data, dc,
+                         ndc, dot, nb, rows, cols, k, gx, gy, gc, out);
+    } else {
+        ref_copy(dx, ndx, ops[x]->data, gx);
+        ref_copy(dy, ndy, ops[!x]->data, gy);
+        ref_multiply(dot, nb, rows, cols, k, gx, gy, gc);
+        ref_copy(dc, ndc, gc, out);
+    }
     free(gx);
     free(gy);
     free(gc);
@@ -291,11 +382,14 @@ static eb_status ref_pair(const eb_instance *inst, const ref_operand *a,
 }
 
 eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
-                          const eb_view *inputs, double *out, eb_error *err)
+                          const eb_view *inputs, void *out, eb_error *err)
 {
     int n = sched->num_inputs, ns = sched->num_steps;
     if (ns == 0)
         return eb_ref_einsum(inst, inputs, out, err);
+    eb_status bad = ref_dtype_ok(inst, err);
+    if (bad)
+        return bad;
     double **buf = calloc((size_t)ns, sizeof *buf);
     int64_t (*strides)[EB_MAX_RANK] = malloc((size_t)ns * sizeof *strides);
     eb_status st = buf && strides ? EB_OK
@@ -319,7 +413,8 @@ eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
             strides[t][x] = elems;
             elems *= inst->label_size[s->out_ids[x]];
         }
-        buf[t] = s->is_final ? out : malloc((size_t)elems * sizeof(double));
+        buf[t] = s->is_final ? out
+                             : malloc((size_t)elems * eb_dtype_size(inst->dt));
         if (!buf[t]) {
             st = eb_error_set(err, EB_ERR_NOMEM, "out of memory for a "
                               "reference step of %lld elements",
@@ -344,15 +439,24 @@ eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
 
 double eb_ref_rel_err(const double *x, const double *ref, int64_t n)
 {
+    return eb_ref_rel_err_dt(EB_F64, x, ref, n);
+}
+
+double eb_ref_rel_err_dt(eb_dtype dt, const void *xv, const void *refv,
+                         int64_t n)
+{
+    const double *x = xv, *ref = refv;
+    int w = dt == EB_C128 ? 2 : 1;
     double max_ref = 0, max_err = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (isnan(x[i]) || isnan(ref[i]))
+    for (int64_t i = 0; i < n * w; i += w) {
+        double xi = w == 2 ? x[i + 1] : 0, ri = w == 2 ? ref[i + 1] : 0;
+        if (isnan(x[i]) || isnan(ref[i]) || isnan(xi) || isnan(ri))
             return INFINITY;
-        double e = fabs(x[i] - ref[i]);
+        double e = hypot(x[i] - ref[i], xi - ri), r = hypot(ref[i], ri);
         if (e > max_err)
             max_err = e;
-        if (fabs(ref[i]) > max_ref)
-            max_ref = fabs(ref[i]);
+        if (r > max_ref)
+            max_ref = r;
     }
     return max_ref > 0 ? max_err / max_ref : max_err;
 }

@@ -5,6 +5,11 @@
  * product of all operands into the output: obviously correct, and slow.
  * eb_ref_cost says how many multiply-adds that takes, so callers can decide
  * whether it is affordable.
+ *
+ * The references compute in float64 or complex128 (inst->dt must be one of
+ * them; the views' data and out hold that type): a float32 or complex64
+ * run is checked against a reference of its inputs widened exactly
+ * (eb_ref_dtype), so the reference adds no rounding of its own type.
  */
 #ifndef EB_REFEINSUM_H
 #define EB_REFEINSUM_H
@@ -15,9 +20,13 @@
 /* Multiply-adds the naive loop needs (iterations x operands), as a double. */
 double eb_ref_cost(const eb_instance *inst);
 
+/* The dtype the reference of a run in `run` computes in: complex128 for
+ * complex types, float64 for real ones. */
+eb_dtype eb_ref_dtype(eb_dtype run);
+
 /* out (compact in output order) = einsum of the input views. */
 eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
-                        double *out, eb_error *err);
+                        void *out, eb_error *err);
 
 /*
  * The path's schedule executed step by step with this file's own loops:
@@ -33,10 +42,13 @@ eb_status eb_ref_einsum(const eb_instance *inst, const eb_view *inputs,
  */
 double eb_ref_pairwise_cost(const eb_instance *inst, const eb_schedule *sched);
 eb_status eb_ref_pairwise(const eb_instance *inst, const eb_schedule *sched,
-                          const eb_view *inputs, double *out, eb_error *err);
+                          const eb_view *inputs, void *out, eb_error *err);
 
 /* max |x - ref| / max |ref| (max |x - ref| when ref is all zeros); NaN in
- * either gives +inf. */
+ * either gives +inf. n elements of float64, or with _dt of dt (float64 or
+ * complex128; |.| the complex modulus). */
 double eb_ref_rel_err(const double *x, const double *ref, int64_t n);
+double eb_ref_rel_err_dt(eb_dtype dt, const void *x, const void *ref,
+                         int64_t n);
 
 #endif

@@ -22,6 +22,7 @@ static double roofline_ratio(const eb_record *r)
 
 typedef struct {
     char *instance, *strategy, *mode, *status, *error, *reused;
+    char *dtype, *file_dtype;   /* measured, and as the file says */
     char *check;    /* "check passed (naive, 3e-16)" for check-only rows */
     int tensors, has_stats;
     double log10_flops, log2_size, median_ms, iqr_ms, compile_ms;
@@ -34,6 +35,7 @@ typedef struct {
     int has_info;
     row *rows;
     int n, cap;
+    int mixed_dtypes;   /* the section being printed has several dtypes */
 } table_ctx;
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -65,6 +67,8 @@ static int table_measurement(void *vctx, const eb_record *r)
     w->status = dup_or_null(r->status);
     w->error = dup_or_null(r->error);
     w->reused = dup_or_null(r->reused_from);
+    w->dtype = dup_or_null(r->dtype ? r->dtype : "float64");
+    w->file_dtype = dup_or_null(r->file_dtype ? r->file_dtype : w->dtype);
     w->tensors = r->num_tensors;
     w->has_stats = r->has_stats;
     if (r->has_check && r->check_status) {
@@ -83,6 +87,33 @@ static int table_measurement(void *vctx, const eb_record *r)
     return 0;
 }
 
+static int same_section(const row *a, const row *b)
+{
+    return strcmp(a->strategy, b->strategy) == 0 &&
+           strcmp(a->mode, b->mode) == 0;
+}
+
+/* "Dtype: float32 (--dtype; the files say float64)", or for a section of several dtypes
+ * "Dtype: per instance" with a footnote per row (print_notes). Words only:
+ * no parser may take the line for a row. */
+static void print_dtype(table_ctx *t, int first, const char *done)
+{
+    const row *a = &t->rows[first];
+    int mixed = 0;
+    for (int b = first; b < t->n && !mixed; b++)
+        mixed = !done[b] && same_section(a, &t->rows[b]) &&
+                (strcmp(a->dtype, t->rows[b].dtype) != 0 ||
+                 strcmp(a->file_dtype, t->rows[b].file_dtype) != 0);
+    t->mixed_dtypes = mixed;
+    if (mixed)
+        fprintf(t->f, "Dtype: per instance (see the notes below)\n");
+    else if (strcmp(a->dtype, a->file_dtype) != 0)
+        fprintf(t->f, "Dtype: %s (--dtype; the files say %s)\n", a->dtype,
+                a->file_dtype);
+    else
+        fprintf(t->f, "Dtype: %s\n", a->dtype);
+}
+
 /*
  * The layout of the public suites' text logs (DESIGN 5.2), so that their
  * parsers (tenferro-einsum-benchmark scripts/format_results.py) read it:
@@ -95,7 +126,8 @@ static int table_measurement(void *vctx, const eb_record *r)
  * it. Marks (a reused path, an error's message) go to footnotes that start
  * with "*" and end in words.
  */
-static void print_header(table_ctx *t, const char *strategy, const char *mode)
+static void print_header(table_ctx *t, const char *strategy, const char *mode,
+                         int first, const char *done)
 {
     const eb_run_info *i = &t->info;
     fprintf(t->f, "\nMode: %s / Strategy: %s\n", mode, strategy);
@@ -108,12 +140,19 @@ static void print_header(table_ctx *t, const char *strategy, const char *mode)
                     i->sys->env[k].value);
     fprintf(t->f, "\nSamples: warmup=%d, samples=%d, fill=%s, times in ms\n",
             i->warmups, i->samples, i->fill ? i->fill : "-");
-    if (i->calibration)
-        fprintf(t->f, "Roofline: F=%.2fGFLOP/s, BW=%.2fGB/s (calibration "
-                "%s), xRoofline is the median over the sum of the steps' "
-                "bounds\n", i->calibration->rates.gflops,
-                i->calibration->rates.gbs, i->calibration->source);
-    else
+    print_dtype(t, first, done);
+    if (i->calibration) {
+        /* F is float64's; F_<dtype> the others' that are known. */
+        const eb_rates *r = &i->calibration->rates;
+        fprintf(t->f, "Roofline: F=%.2fGFLOP/s, ", r->gflops[EB_F64]);
+        for (int dt = 1; dt < EB_DTYPE_COUNT; dt++)
+            if (r->gflops[dt] > 0)
+                fprintf(t->f, "F_%s=%.2fGFLOP/s, ",
+                        eb_dtype_name((eb_dtype)dt), r->gflops[dt]);
+        fprintf(t->f, "BW=%.2fGB/s (calibration %s), xRoofline is the median "
+                "over the sum of the steps' bounds\n", r->gbs,
+                i->calibration->source);
+    } else
         fprintf(t->f, "Roofline: no calibration, xRoofline not known\n");
     fprintf(t->f, "%-52s %7s %10s %8s %9s %12s %10s %12s\n", "Instance",
             "Tensors", "log10FLOPS", "log2SIZE", "xRoofline", "Median (ms)",
@@ -151,20 +190,19 @@ static void print_row(FILE *f, const row *w)
 }
 
 /* Footnotes of a section: reused paths and errors, each ending in words. */
-static void print_notes(FILE *f, const row *w)
+static void print_notes(FILE *f, const row *w, int mixed_dtypes)
 {
+    if (mixed_dtypes && strcmp(w->dtype, w->file_dtype) != 0)
+        fprintf(f, "* %s: measured in %s, the file says %s\n", w->instance,
+                w->dtype, w->file_dtype);
+    else if (mixed_dtypes)
+        fprintf(f, "* %s: measured in %s\n", w->instance, w->dtype);
     if (w->reused)
         fprintf(f, "* %s: same path as %s, measured once and reported for "
                 "both\n", w->instance, w->reused);
     if (strcmp(w->status, "ok") != 0)
         fprintf(f, "* %s: %s: %s (the record has the details)\n",
                 w->instance, w->status, w->error ? w->error : "no message");
-}
-
-static int same_section(const row *a, const row *b)
-{
-    return strcmp(a->strategy, b->strategy) == 0 &&
-           strcmp(a->mode, b->mode) == 0;
 }
 
 static int table_finish(void *vctx)
@@ -177,13 +215,13 @@ static int table_finish(void *vctx)
     for (int a = 0; a < t->n; a++) {
         if (done[a])
             continue;
-        print_header(t, t->rows[a].strategy, t->rows[a].mode);
+        print_header(t, t->rows[a].strategy, t->rows[a].mode, a, done);
         for (int b = a; b < t->n; b++)
             if (!done[b] && same_section(&t->rows[a], &t->rows[b]))
                 print_row(t->f, &t->rows[b]);
         for (int b = a; b < t->n; b++)
             if (!done[b] && same_section(&t->rows[a], &t->rows[b])) {
-                print_notes(t->f, &t->rows[b]);
+                print_notes(t->f, &t->rows[b], t->mixed_dtypes);
                 done[b] = 1;
             }
     }
@@ -205,6 +243,8 @@ static void table_destroy(void *vctx)
         free(w->status);
         free(w->error);
         free(w->reused);
+        free(w->dtype);
+        free(w->file_dtype);
         free(w->check);
     }
     free(t->rows);
@@ -406,6 +446,8 @@ static int jsonl_measurement(void *vctx, const eb_record *r)
     eb_jw_str(w, "backend", "einsum-bench");
     eb_jw_str(w, "instance", r->instance);
     eb_jw_str(w, "instance_file", r->instance_file);
+    eb_jw_str(w, "dtype", r->dtype);
+    eb_jw_str(w, "file_dtype", r->file_dtype);
     eb_jw_str(w, "strategy", r->strategy);
     eb_jw_str(w, "mode", r->mode);
     eb_jw_str(w, "status", r->status);

@@ -46,6 +46,8 @@ typedef struct {
 typedef struct {
     const char *instance;
     const char *instance_file;
+    const char *dtype;          /* what was measured (--dtype or the file's) */
+    const char *file_dtype;     /* what the instance file says */
     const char *strategy;
     const char *mode;
     const char *status;         /* "ok", "skipped", "error" */

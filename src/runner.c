@@ -17,6 +17,7 @@
 #include "verify.h"
 #include "load.h"
 #include "npy.h"
+#include "refeinsum.h"
 #include "schedule.h"
 #include "scope.h"
 #include "sha256.h"
@@ -112,6 +113,33 @@ static eb_status check_strategies(const eb_instance *inst, const eb_pathset *ps,
     return EB_OK;
 }
 
+void eb_runner_apply_dtype(const eb_run_opts *o, eb_instance *inst)
+{
+    if (o->has_dtype)
+        inst->dt = o->dtype;
+}
+
+/* TODO(issue 17): the engine learns dtypes on branch dt-engine (src/
+ * tensor.h, contract*, trace, eager); until that lands it would read any
+ * other element type as float64, so only float64 runs. Delete this guard
+ * (and its test in t_cli_errors, case dtype_not_yet) when it does. */
+static int engine_runs(eb_dtype dt)
+{
+    return dt == EB_F64;
+}
+
+eb_status eb_runner_dtype_check(const eb_instance *inst, eb_error *err)
+{
+    if (engine_runs(inst->dt))
+        return EB_OK;
+    int from_opt = strcmp(inst->dtype, eb_dtype_name(inst->dt)) != 0;
+    return eb_error_set(err, EB_ERR_UNSUPPORTED,
+                        "%s: dtype: %s%s does not run yet (this build's "
+                        "engine runs float64 only)", inst->file,
+                        eb_dtype_name(inst->dt),
+                        from_opt ? " (--dtype)" : "");
+}
+
 static void base_record(const eb_instance *inst, const eb_pathset *ps,
                         const eb_path *path, const eb_schedule *sched,
                         eb_mode mode, const eb_run_opts *o, char *digest,
@@ -120,6 +148,8 @@ static void base_record(const eb_instance *inst, const eb_pathset *ps,
     memset(rec, 0, sizeof *rec);
     rec->instance = inst->name;
     rec->instance_file = inst->file;
+    rec->dtype = eb_dtype_name(inst->dt);
+    rec->file_dtype = inst->dtype;
     rec->strategy = path->strategy;
     rec->mode = eb_mode_name(mode);
     rec->status = "ok";
@@ -135,17 +165,17 @@ static void base_record(const eb_instance *inst, const eb_pathset *ps,
     rec->stored_log10_flops = path->log10_flops;
     rec->stored_log2_size = path->log2_size;
     rec->max_rel_err = NAN;
-    if (o->rates) {
+    if (eb_rates_have(o->rates, inst->dt)) {
         rec->has_roofline = 1;
         rec->roofline_ms = eb_roofline_path(inst, sched, o->rates, NULL);
-        rec->roofline_gflops = o->rates->gflops;
+        rec->roofline_gflops = o->rates->gflops[inst->dt];
         rec->roofline_gbs = o->rates->gbs;
     }
 }
 
 static eb_status save_output(const eb_instance *inst, const char *dir,
                              const char *strategy, eb_mode mode,
-                             const double *out, eb_error *err)
+                             const void *out, eb_error *err)
 {
     /* Built only from names validated at load (no '/', no leading dot),
      * checked again here: the file stays inside dir whatever the input. */
@@ -161,7 +191,7 @@ static eb_status save_output(const eb_instance *inst, const char *dir,
     int64_t shape[EB_MAX_RANK];
     for (int a = 0; a < inst->output.rank; a++)
         shape[a] = inst->label_size[inst->output.ids[a]];
-    return eb_npy_write(file, shape, inst->output.rank, out, err);
+    return eb_npy_write(file, shape, inst->output.rank, inst->dt, out, err);
 }
 
 /* A measurement a signal or --timeout ended early: it keeps the samples
@@ -383,11 +413,15 @@ static void progress(const eb_record *rec)
 }
 
 /* Bytes of the input copies a run makes: one set to measure, one more
- * for the checker's random inputs. */
+ * for the checker's random inputs, and for a float32 or complex64 check
+ * those widened for the reference (twice the bytes). */
 static double input_bytes(const eb_instance *inst, const eb_run_opts *o)
 {
-    int copies = !o->verify_only + (o->verify_only || o->check);
-    return eb_budget_inputs(inst) * copies;
+    int checks = o->verify_only || o->check;
+    double b = eb_budget_inputs(inst) * (!o->verify_only + checks);
+    if (checks && eb_ref_dtype(inst->dt) != inst->dt)
+        b += 2 * eb_budget_inputs(inst);
+    return b;
 }
 
 /* A measurement whose peak bytes exceed the budget: refused before any
@@ -521,7 +555,8 @@ static void list_instance(runner *r, const eb_instance *inst,
 {
     int64_t bytes = 0;
     for (int k = 0; k < inst->num_tensors; k++)
-        bytes += eb_instance_operand_elems(inst, k) * 8;
+        bytes += eb_instance_operand_elems(inst, k) *
+                 (int64_t)eb_dtype_size(inst->dt);
     for (int k = 0; k < ps->count; k++) {
         if (!selected_strategy(r->o, &ps->paths[k]))
             continue;
@@ -544,8 +579,10 @@ static void list_instance(runner *r, const eb_instance *inst,
         printf("%-52s %-12s %7d %10.4f %8.4f %10.3f ", inst->name,
                ps->paths[k].strategy, inst->num_tensors, sched->log10_flops,
                sched->log2_size, (double)bytes / 1e6);
-        if (rates)
+        if (eb_rates_have(rates, inst->dt))
             printf("%12.4g ", eb_roofline_path(inst, sched, rates, NULL));
+        else if (rates)
+            printf("%12s ", "-");
         printf("%s\n", modes);
         r->sel.measurements += num_modes(r->o);
         eb_schedule_destroy(sched);
@@ -557,6 +594,7 @@ static void select_instance(runner *r, const eb_instance *inst,
                             const eb_pathset *ps)
 {
     r->sel.instances++;
+    r->sel.dtypes |= 1u << inst->dt;
     if (r->pass == PASS_LIST) {
         list_instance(r, inst, ps);
         return;
@@ -575,9 +613,16 @@ static void run_instance(runner *r, const char *file)
     eb_checker *chk = NULL;
     eb_error err;
     eb_status st = eb_load_instance(file, &inst, &err);
+    if (!st) {
+        eb_runner_apply_dtype(o, inst);
+        st = eb_runner_dtype_check(inst, &err);
+    }
     if (st == EB_ERR_UNSUPPORTED) {
+        eb_instance_destroy(inst);
         if (r->pass != PASS_COUNT)
             fprintf(stderr, "einsum-bench: skipped: %s\n", err.msg);
+        else if (!r->sel.skipped++)
+            snprintf(r->sel.skip_msg, sizeof r->sel.skip_msg, "%s", err.msg);
         return;
     }
     if (!st && r->has_filter &&

@@ -28,10 +28,13 @@ typedef struct {
     uint64_t check_seed;
     int per_sample_dumps;
     int no_fuse;                /* --no-fuse: trace runs every step alone */
-    const eb_rates *rates;      /* the roofline's F and BW, or NULL */
+    const eb_rates *rates;      /* the roofline's F (per dtype) and BW, or
+                                   NULL */
     int64_t max_memory_bytes;   /* budget of one measurement's peak bytes */
     double timeout_s;           /* --timeout per measurement, 0: none */
     const char *filter;         /* --filter: POSIX ERE on names, or NULL */
+    int has_dtype;              /* --dtype given: every instance runs in */
+    eb_dtype dtype;             /* this dtype, not its file's */
     int list;                   /* --list */
     int total;                  /* measurements selected, for progress */
 } eb_run_opts;
@@ -41,6 +44,9 @@ typedef struct {
     int instances;      /* instances that pass --filter and load */
     int measurements;   /* their selected strategies x modes */
     int errors;         /* targets that do not load (counted quietly) */
+    int skipped;        /* instances skipped (a dtype that does not run) */
+    char skip_msg[EB_ERROR_MSG_BYTES]; /* why the first was skipped */
+    unsigned dtypes;    /* bit 1u << dt of every dtype they run in */
 } eb_selection;
 
 typedef struct {
@@ -52,6 +58,13 @@ typedef struct {
     int completed;      /* measurements or checks that ran to the end */
     int interrupted;    /* the signal that stopped the run, or 0 */
 } eb_run_summary;
+
+/* The dtype an instance runs in: --dtype's, else its file's (inst->dt). */
+void eb_runner_apply_dtype(const eb_run_opts *o, eb_instance *inst);
+
+/* 0 when the engine runs inst->dt; otherwise EB_ERR_UNSUPPORTED with a
+ * message naming the file and the dtype (the instance is skipped). */
+eb_status eb_runner_dtype_check(const eb_instance *inst, eb_error *err);
 
 /* Expand targets and count what they select, quietly; with list, print
  * one row per instance and strategy to stdout instead (sizes of the path)

@@ -15,7 +15,7 @@ static eb_status clocked_runs(const eb_executor *ex, int warmups, int samples,
                               int64_t *runs, eb_error *err)
 {
     for (int k = 0; k < warmups; k++) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         eb_status st = ex->run(ex->ctx, &out, &cnt, err);
         if (st)
@@ -23,7 +23,7 @@ static eb_status clocked_runs(const eb_executor *ex, int warmups, int samples,
         ex->release(ex->ctx);
     }
     for (int k = 0; k < samples; k++) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         memset(acc, 0, (size_t)nsteps * sizeof *acc);
         ex->time_steps(ex->ctx, acc);

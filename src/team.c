@@ -1,4 +1,4 @@
-/* team: a fixed pool of worker threads driven by a generation counter. */
+/* team: a fixed pool of worker threads that claim the parts of a job. */
 #include "team.h"
 
 #include <pthread.h>
@@ -10,29 +10,43 @@
 
 typedef struct {
     struct eb_team *team;
-    int part;
     pthread_t tid;
 } worker;
+
+/*
+ * The current job is one atomic word: its generation (high 32 bits), its
+ * number of parts (16 bits) and the next part nobody has claimed yet (low
+ * 16 bits). Every thread, the caller included, claims parts with a
+ * compare-and-swap on it, so a part is run exactly once, by whichever
+ * thread gets to it first: a worker that is asleep, or whose core another
+ * process holds, costs the caller nothing but the parts it did not take.
+ * A claim that succeeds is a read-modify-write in the release sequence of
+ * the caller's publication, so the claimer sees fn and arg; the job cannot
+ * finish (and the caller cannot move on to the next one) before every
+ * claimed part has counted itself in `done`.
+ */
+#define GEN_SHIFT 32
+#define NP_SHIFT 16
+#define IDX_MASK 0xffffu
 
 struct eb_team {
     int n;
     worker *w;
     pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    /* A job is published by storing fn and arg, then bumping generation
-     * (release); workers that see the new generation (acquire) see them. */
-    _Atomic unsigned long generation;
-    _Atomic int pending;       /* worker parts not finished */
+    pthread_cond_t go, done_cv;
+    _Atomic uint64_t state;
+    _Atomic int done;     /* parts of the current job finished */
+    _Atomic int sleepers; /* workers asleep (or about to be) on `go` */
     _Atomic int quit;
     eb_team_fn fn;
     void *arg;
 };
 
 /* How long a thread waits by spinning before it sleeps on a condition
- * variable. Waking a sleeping thread costs about 100 us on this machine
- * class (a futex wake, then the hypervisor wakes the idle vCPU): more than
- * many of the engine's split steps take. Jobs of one run come in bursts
- * (the parts of a step, the steps between two BLAS calls), so a short spin
+ * variable. Waking a sleeping thread costs 10-120 us on this machine class
+ * (a futex wake, then the hypervisor wakes the idle vCPU): more than many
+ * of the engine's split steps take. Jobs of one run come in bursts (the
+ * parts of a step, the steps between two BLAS calls), so a short spin
  * catches the next job; past it the thread sleeps and leaves the core to
  * OpenBLAS. */
 #define SPIN_NS 50000
@@ -58,46 +72,71 @@ static int spin_on(unsigned i, int64_t *t0)
     return t - *t0 <= SPIN_NS;
 }
 
-/* Spin until *v != old (or quit) for at most SPIN_NS; 1 if it changed. */
-static int spin_while_equal(const _Atomic unsigned long *v, unsigned long old,
-                            const _Atomic int *quit)
+static uint32_t gen_of(uint64_t s) { return (uint32_t)(s >> GEN_SHIFT); }
+
+/* Claims and runs parts of job `gen` until none is left (or the job is
+ * no longer current). */
+static void run_parts(eb_team *t, uint32_t gen)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    for (;;) {
+        unsigned np = (unsigned)(s >> NP_SHIFT) & IDX_MASK;
+        unsigned idx = (unsigned)s & IDX_MASK;
+        if (gen_of(s) != gen || idx >= np)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&t->state, &s, s + 1,
+                                                   memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue; /* s reloaded */
+        t->fn(t->arg, (int)idx, (int)np);
+        if (atomic_fetch_add_explicit(&t->done, 1, memory_order_acq_rel) +
+                1 == (int)np) {
+            /* Under the mutex, so that a caller about to sleep either sees
+             * done complete or gets this signal. */
+            pthread_mutex_lock(&t->mu);
+            pthread_cond_signal(&t->done_cv);
+            pthread_mutex_unlock(&t->mu);
+        }
+        s = atomic_load_explicit(&t->state, memory_order_acquire);
+    }
+}
+
+/* Waits (spin, then sleep) until the generation differs from `seen` or the
+ * team quits; returns the new generation. */
+static uint32_t wait_job(eb_team *t, uint32_t seen)
 {
     int64_t t0 = 0;
     for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(v, memory_order_acquire) != old ||
-            atomic_load_explicit(quit, memory_order_relaxed))
-            return 1;
+        uint32_t g =
+            gen_of(atomic_load_explicit(&t->state, memory_order_acquire));
+        if (g != seen || atomic_load_explicit(&t->quit, memory_order_relaxed))
+            return g;
         if (!spin_on(i, &t0))
-            return 0;
+            break;
     }
+    /* sleepers is raised before the generation is checked and the caller
+     * reads it after publishing (both sequentially consistent): either the
+     * caller sees a sleeper and broadcasts under the mutex, or this thread
+     * sees the new generation and does not sleep. */
+    pthread_mutex_lock(&t->mu);
+    atomic_fetch_add(&t->sleepers, 1);
+    while (!atomic_load(&t->quit) && gen_of(atomic_load(&t->state)) == seen)
+        pthread_cond_wait(&t->go, &t->mu);
+    atomic_fetch_sub(&t->sleepers, 1);
+    pthread_mutex_unlock(&t->mu);
+    return gen_of(atomic_load_explicit(&t->state, memory_order_acquire));
 }
 
 static void *worker_main(void *p)
 {
     worker *me = p;
     eb_team *t = me->team;
-    unsigned long seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        if (!spin_while_equal(&t->generation, seen, &t->quit)) {
-            pthread_mutex_lock(&t->mu);
-            while (!atomic_load(&t->quit) &&
-                   atomic_load_explicit(&t->generation,
-                                        memory_order_acquire) == seen)
-                pthread_cond_wait(&t->go, &t->mu);
-            pthread_mutex_unlock(&t->mu);
-        }
+        seen = wait_job(t, seen);
         if (atomic_load(&t->quit))
             break;
-        seen = atomic_load_explicit(&t->generation, memory_order_acquire);
-        t->fn(t->arg, me->part, t->n);
-        if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) ==
-            1) {
-            /* Under the mutex, so that a caller about to sleep either sees
-             * pending at 0 or gets this signal. */
-            pthread_mutex_lock(&t->mu);
-            pthread_cond_signal(&t->done);
-            pthread_mutex_unlock(&t->mu);
-        }
+        run_parts(t, seen);
     }
     return NULL;
 }
@@ -116,9 +155,9 @@ eb_status eb_team_create(int nthreads, eb_team **out, eb_error *err)
     }
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->go, NULL);
-    pthread_cond_init(&t->done, NULL);
+    pthread_cond_init(&t->done_cv, NULL);
     for (int k = 1; k < t->n; k++) {
-        t->w[k] = (worker){t, k, 0};
+        t->w[k] = (worker){t, 0};
         if (pthread_create(&t->w[k].tid, NULL, worker_main, &t->w[k]) != 0) {
             t->n = k; /* destroy joins the ones started */
             eb_team_destroy(t);
@@ -142,41 +181,66 @@ void eb_team_destroy(eb_team *t)
         pthread_join(t->w[k].tid, NULL);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->go);
-    pthread_cond_destroy(&t->done);
+    pthread_cond_destroy(&t->done_cv);
     free(t->w);
     free(t);
 }
 
 int eb_team_size(const eb_team *t) { return t ? t->n : 1; }
 
-void eb_team_run(eb_team *t, eb_team_fn fn, void *arg)
+/* Publishes a job of nparts parts and runs it with whoever comes: the
+ * sleeping workers are woken only if `wake`. */
+static void run_job(eb_team *t, int nparts, eb_team_fn fn, void *arg,
+                    int wake)
 {
-    if (!t || t->n == 1) {
-        fn(arg, 0, 1);
+    if (nparts > (int)IDX_MASK)
+        nparts = (int)IDX_MASK;
+    if (!t || t->n == 1 || nparts <= 1) {
+        for (int k = 0; k < nparts; k++)
+            fn(arg, k, nparts);
         return;
     }
     t->fn = fn;
     t->arg = arg;
-    atomic_store_explicit(&t->pending, t->n - 1, memory_order_relaxed);
-    /* Bumped under the mutex, so that a worker about to sleep either sees
-     * the new generation or gets the broadcast. */
-    pthread_mutex_lock(&t->mu);
-    atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&t->go);
-    pthread_mutex_unlock(&t->mu);
-    fn(arg, 0, t->n);
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+    uint32_t gen =
+        gen_of(atomic_load_explicit(&t->state, memory_order_relaxed)) + 1;
+    atomic_store(&t->state, (uint64_t)gen << GEN_SHIFT |
+                                (uint64_t)nparts << NP_SHIFT);
+    if (wake && atomic_load(&t->sleepers) > 0) {
+        pthread_mutex_lock(&t->mu);
+        pthread_cond_broadcast(&t->go);
+        pthread_mutex_unlock(&t->mu);
+    }
+    run_parts(t, gen);
+    /* Every part is claimed; wait for the ones other threads still run. */
     int64_t t0 = 0;
     for (unsigned i = 0;
-         atomic_load_explicit(&t->pending, memory_order_acquire) > 0; i++) {
+         atomic_load_explicit(&t->done, memory_order_acquire) < nparts; i++) {
         if (!spin_on(i, &t0)) {
             pthread_mutex_lock(&t->mu);
-            while (atomic_load_explicit(&t->pending, memory_order_acquire) >
-                   0)
-                pthread_cond_wait(&t->done, &t->mu);
+            while (atomic_load_explicit(&t->done, memory_order_acquire) <
+                   nparts)
+                pthread_cond_wait(&t->done_cv, &t->mu);
             pthread_mutex_unlock(&t->mu);
             break;
         }
     }
+}
+
+void eb_team_run_parts(eb_team *t, int nparts, eb_team_fn fn, void *arg)
+{
+    run_job(t, nparts, fn, arg, 1);
+}
+
+void eb_team_run_awake(eb_team *t, int nparts, eb_team_fn fn, void *arg)
+{
+    run_job(t, nparts, fn, arg, 0);
+}
+
+void eb_team_run(eb_team *t, eb_team_fn fn, void *arg)
+{
+    eb_team_run_parts(t, eb_team_size(t), fn, arg);
 }
 
 void eb_team_split(long long n, int part, int nparts, long long *lo,

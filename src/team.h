@@ -2,11 +2,17 @@
  * team: the engine's own threads (DESIGN 4.3: the scope fixes the thread
  * budget for OpenBLAS *and* the engine). A team of n threads is the caller
  * plus n - 1 workers that, between jobs, spin for up to 50 us and then
- * sleep on a condition variable (the caller waits for the parts the same
- * way).
+ * sleep on a condition variable (the caller waits for parts that others
+ * still run the same way).
  *
- * eb_team_run splits a job into n parts: part 0 runs on the caller, part k
- * on worker k; it returns when all parts are done. Jobs never allocate.
+ * eb_team_run_parts runs fn(arg, k, nparts) for every part k in [0,
+ * nparts): each part once, on whichever thread claims it first (the caller
+ * claims parts too, from the start), so a worker that is asleep or has lost
+ * its core to another process delays the job by at most the part it has
+ * already claimed, never by a part it has not started. It returns when all
+ * parts are done. eb_team_run is eb_team_run_parts with one part per
+ * thread. A part may run on any thread; per-part scratch is indexed by the
+ * part, never by the thread. Jobs never allocate.
  * BLAS calls stay on the caller's thread (OpenBLAS threads them itself),
  * except in a job that first sets OpenBLAS to one thread (fuse.c, and
  * contract_exec.c for mid-sized GEMMs).
@@ -29,6 +35,13 @@ void eb_team_destroy(eb_team *team); /* NULL is fine */
 int eb_team_size(const eb_team *team); /* 1 for NULL */
 
 void eb_team_run(eb_team *team, eb_team_fn fn, void *arg);
+void eb_team_run_parts(eb_team *team, int nparts, eb_team_fn fn, void *arg);
+
+/* The same without waking workers that sleep: for jobs shorter than a
+ * wake-up (10-120 us on this machine class), which only the workers still
+ * spinning from the previous job can help with; the caller runs the parts
+ * nobody else takes. */
+void eb_team_run_awake(eb_team *team, int nparts, eb_team_fn fn, void *arg);
 
 /* Part `part` of `nparts` of the range [0, n): [*lo, *hi). */
 void eb_team_split(long long n, int part, int nparts, long long *lo,

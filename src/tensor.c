@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-void eb_view_compact(eb_view *v, double *data, const int *ids, int rank,
+void eb_view_compact(eb_view *v, void *data, const int *ids, int rank,
                      const int64_t *label_size)
 {
     v->data = data;

@@ -1,5 +1,6 @@
 /*
- * tensor: a labelled, non-owning, row-major strided view of float64 data.
+ * tensor: a labelled, non-owning, row-major strided view of data of the
+ * run's dtype (dtype.h; the view does not say which: the instance does).
  *
  * A view never owns its data. Strides are in elements. Axes of size 1 may
  * carry any stride. Labels are instance label ids (see instance.h); a label
@@ -14,7 +15,7 @@
 #include "instance.h"
 
 typedef struct {
-    double *data;
+    void *data;
     int rank;
     int ids[EB_MAX_RANK];
     int64_t shape[EB_MAX_RANK];
@@ -22,7 +23,7 @@ typedef struct {
 } eb_view;
 
 /* A compact row-major view of `data` with the given labels and sizes. */
-void eb_view_compact(eb_view *v, double *data, const int *ids, int rank,
+void eb_view_compact(eb_view *v, void *data, const int *ids, int rank,
                      const int64_t *label_size);
 
 /* Compact views of every input of inst with no data (data NULL), for

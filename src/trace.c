@@ -14,9 +14,10 @@ typedef struct {
     eb_plan plan;
     int a_slot, b_slot;            /* operand slots (b_slot -1: none) */
     int group;                     /* fused group it belongs to, or -1 */
-    int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out */
-    const double *a, *b;
-    double *p0, *p1, *tmp, *out;
+    int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out
+                                      (elements) */
+    const void *a, *b;
+    void *p0, *p1, *tmp, *out;
 } tstep;
 
 typedef struct {
@@ -27,7 +28,8 @@ typedef struct {
     eb_fuse_bind *binds;
     int nparts;             /* copies of a group's buffers (team size) */
     int64_t *step_ns;       /* step clock (time_steps), or NULL */
-    double *arena;
+    eb_dtype dt;            /* element type of every buffer */
+    char *arena;
     int64_t arena_elems;
     struct eb_team *team;
 } program;
@@ -125,7 +127,7 @@ static void seed_sets(const eb_instance *inst, const eb_schedule *sch,
 }
 
 typedef struct {
-    int64_t size;    /* elements, rounded to 64 bytes */
+    int64_t size;    /* elements, a whole number of 64-byte lines */
     int first, last; /* lifetime in steps, inclusive */
     int64_t *off;    /* where to store the assigned offset */
 } buf_req;
@@ -163,7 +165,12 @@ static int64_t assign_offsets(buf_req *r, int n)
     return total;
 }
 
-static int64_t round64(int64_t elems) { return (elems + 7) & ~(int64_t)7; }
+/* Elements of dt rounded up to whole 64-byte lines (8 float64s). */
+static int64_t round64(eb_dtype dt, int64_t elems)
+{
+    int64_t line = 64 / (int64_t)eb_dtype_size(dt);
+    return (elems + line - 1) / line * line;
+}
 
 /* The step at whose turn step t runs: its group's consumer, or itself. */
 static int turn(const program *p, int t)
@@ -200,7 +207,7 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
             while (g->mem[i] != t)
                 i++;
             for (int q = 0; q < 4; q++)
-                sizes[q] = p->nparts * round64(g->buf_elems[i][q]);
+                sizes[q] = p->nparts * round64(p->dt, g->buf_elems[i][q]);
             if (i < g->nmem - 1)
                 until = at; /* a block, consumed inside the group */
             else
@@ -210,7 +217,8 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
             s->off[q] = -1;
             if (q < 3 && sizes[q] == 0)
                 continue;
-            r[n++] = (buf_req){round64(sizes[q]), at, q < 3 ? at : until,
+            r[n++] = (buf_req){round64(p->dt, sizes[q]), at,
+                               q < 3 ? at : until,
                                &s->off[q]};
         }
     }
@@ -278,7 +286,8 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
     eb_view v[2];
     step_views(inst, inputs, desired, s, v);
     return eb_contract_plan(&v[0], s->b_slot < 0 ? NULL : &v[1], keep->ids,
-                            keep->n, fixed, inst->label_size, out, err);
+                            keep->n, fixed, inst->label_size, inst->dt, out,
+                            err);
 }
 
 /*
@@ -358,11 +367,12 @@ static eb_status plan_fusion(const eb_instance *inst, const eb_view *inputs,
 /* Resolve every operand and buffer pointer once. */
 static void bind(program *p, const eb_view *inputs, int n)
 {
+    int64_t esz = (int64_t)eb_dtype_size(p->dt);
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
-        double *ptr[4];
+        void *ptr[4];
         for (int q = 0; q < 4; q++)
-            ptr[q] = s->off[q] >= 0 ? p->arena + s->off[q] : NULL;
+            ptr[q] = s->off[q] >= 0 ? p->arena + s->off[q] * esz : NULL;
         s->p0 = ptr[0];
         s->p1 = ptr[1];
         s->tmp = ptr[2];
@@ -381,11 +391,13 @@ static void bind(program *p, const eb_view *inputs, int n)
             const tstep *s = &p->steps[g->mem[i]];
             b->ext[i][0] = g->internal[i][0] < 0 ? s->a : NULL;
             b->ext[i][1] = g->internal[i][1] < 0 ? s->b : NULL;
-            double *base[4] = {s->p0, s->p1, s->tmp, s->out};
+            char *base[4] = {s->p0, s->p1, s->tmp, s->out};
             for (int part = 0; part < p->nparts; part++)
                 for (int q = 0; q < 4; q++)
                     b->buf[part][i][q] =
-                        base[q] ? base[q] + part * round64(g->buf_elems[i][q])
+                        base[q] ? base[q] + part * esz *
+                                                round64(p->dt,
+                                                        g->buf_elems[i][q])
                                 : NULL;
         }
         b->out = p->steps[g->mem[g->nmem - 1]].out;
@@ -418,6 +430,7 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     order *desired = malloc((size_t)nslots * sizeof *desired);
     int *consumer = malloc((size_t)(sch->num_steps + 1) * sizeof *consumer);
     if (p) {
+        p->dt = inst->dt;
         p->nsteps = sch->num_steps ? sch->num_steps : 1;
         p->nparts = nparts < 1                   ? 1
                     : nparts > EB_FUSE_MAX_PARTS ? EB_FUSE_MAX_PARTS
@@ -455,7 +468,7 @@ done:
     return st;
 }
 
-static eb_status trace_run(void *vctx, const double **out,
+static eb_status trace_run(void *vctx, const void **out,
                            eb_exec_counters *cnt, eb_error *err)
 {
     (void)err;
@@ -501,7 +514,8 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
         compile(inst, path, inputs, fuse, eb_team_size(team), &p, err);
     if (st)
         return st;
-    size_t bytes = (size_t)(p->arena_elems ? p->arena_elems : 1) * sizeof(double);
+    size_t bytes = (size_t)(p->arena_elems ? p->arena_elems : 1) *
+                   eb_dtype_size(p->dt);
     void *arena = eb_mem_alloc(bytes);
     if (!arena) {
         program_free(p);
@@ -556,7 +570,7 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
             memcpy(d->b_ids, vb ? vb->ids : p->steps[s->b_slot - n].plan.out_ids,
                    (size_t)d->b_rank * sizeof(int));
         }
-        *arena_bytes = p->arena_elems * (int64_t)sizeof(double);
+        *arena_bytes = p->arena_elems * (int64_t)eb_dtype_size(p->dt);
         program_free(p);
     }
     free(views);

@@ -26,18 +26,24 @@
 typedef struct {
     eb_path path;       /* the alternative order (owned copy) */
     char name[64];
-    double *out;        /* its result, NULL until computed */
+    void *out;          /* its result (reference dtype), NULL until computed */
 } alt_ref;
 
+/* Results and references are compared in the reference dtype (refeinsum.h:
+ * float64 or complex128); a float32 or complex64 run's inputs and results
+ * are widened to it exactly. */
 struct eb_checker {
     const eb_instance *inst;
+    eb_instance ref_inst; /* *inst with dt the reference dtype (borrows) */
     const eb_pathset *ps;
     int threads;
     int fuse;
-    eb_operands *ops;
+    eb_operands *ops;   /* in the run's dtype */
+    void **wide;        /* ops widened, or NULL when already the ref dtype */
+    eb_view *ref_views; /* the reference's inputs: ops or wide */
     int64_t out_elems;
-    double *naive;      /* naive reference, NULL until computed */
-    double *stepwise;   /* naive pairwise reference, NULL until computed */
+    void *naive;        /* naive reference, NULL until computed */
+    void *stepwise;     /* naive pairwise reference, NULL until computed */
     char stepwise_name[96];
     int stepwise_tried;
     double max_bytes;   /* the stepwise reference's memory cap */
@@ -48,6 +54,54 @@ struct eb_checker {
 };
 
 double eb_check_naive_limit(void) { return NAIVE_LIMIT; }
+
+double eb_check_tol(eb_dtype dt)
+{
+    return eb_dtype_real(dt) == EB_F32 ? EB_CHECK_TOL_F32 : EB_CHECK_TOL;
+}
+
+/* n elements of dt as the reference dtype in a new buffer (float parts
+ * to double: exact), or NULL when out of memory. */
+static void *widen(eb_dtype dt, const void *src, int64_t n)
+{
+    int64_t parts = eb_dtype_is_complex(dt) ? 2 * n : n;
+    double *out = malloc((size_t)(parts ? parts : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    if (eb_dtype_real(dt) == EB_F64) {
+        memcpy(out, src, (size_t)parts * sizeof *out);
+    } else {
+        const float *f = src;
+        for (int64_t i = 0; i < parts; i++)
+            out[i] = f[i];
+    }
+    return out;
+}
+
+/* The reference's inputs: the run's own, or copies widened to the
+ * reference dtype. 0, or -1 when out of memory. */
+static int reference_inputs(eb_checker *c)
+{
+    const eb_instance *inst = c->inst;
+    if (c->ref_inst.dt == inst->dt) {
+        c->ref_views = c->ops->views;
+        return 0;
+    }
+    int n = inst->num_tensors;
+    c->wide = calloc((size_t)n, sizeof *c->wide);
+    c->ref_views = calloc((size_t)n, sizeof *c->ref_views);
+    if (!c->wide || !c->ref_views)
+        return -1;
+    for (int k = 0; k < n; k++) {
+        c->wide[k] = widen(inst->dt, c->ops->views[k].data,
+                           eb_instance_operand_elems(inst, k));
+        if (!c->wide[k])
+            return -1;
+        eb_view_compact(&c->ref_views[k], c->wide[k], inst->inputs[k].ids,
+                        inst->inputs[k].rank, inst->label_size);
+    }
+    return 0;
+}
 
 eb_status eb_check_stepwise_limit(double *limit, eb_error *err)
 {
@@ -74,6 +128,8 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     if (!c)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     c->inst = inst;
+    c->ref_inst = *inst;
+    c->ref_inst.dt = eb_ref_dtype(inst->dt);
     c->ps = ps;
     c->threads = threads;
     c->fuse = fuse;
@@ -89,6 +145,11 @@ eb_status eb_checker_create(const eb_instance *inst, const eb_pathset *ps,
     if (st) {
         free(c);
         return st;
+    }
+    if (reference_inputs(c)) {
+        eb_checker_destroy(c);
+        return eb_error_set(err, EB_ERR_NOMEM, "%s: out of memory for the "
+                            "check's widened inputs", inst->file);
     }
     c->out_elems = 1;
     for (int a = 0; a < inst->output.rank; a++)
@@ -106,6 +167,11 @@ void eb_checker_destroy(eb_checker *c)
 {
     if (!c)
         return;
+    for (int k = 0; c->wide && k < c->inst->num_tensors; k++)
+        free(c->wide[k]);
+    if (c->ops && c->ref_views != c->ops->views)
+        free(c->ref_views);
+    free(c->wide);
     eb_operands_destroy(c->ops);
     free(c->naive);
     free(c->stepwise);
@@ -116,13 +182,12 @@ void eb_checker_destroy(eb_checker *c)
     free(c);
 }
 
-/* Execute `path` in `mode` once; copy the output into a new buffer. */
+/* Execute `path` in `mode` once; the output widened to the reference
+ * dtype into a new buffer. */
 static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
-                              double **result, eb_error *err)
+                              void **result, eb_error *err)
 {
-    *result = malloc((size_t)c->out_elems * sizeof(double));
-    if (!*result)
-        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    *result = NULL;
     eb_scope *scope;
     eb_status st = eb_scope_enter(c->threads, &scope, err);
     if (st)
@@ -133,11 +198,11 @@ static eb_status execute_once(eb_checker *c, const eb_path *path, eb_mode mode,
                         eb_scope_pool(scope), eb_scope_team(scope),
                         c->fuse ? &fuse : NULL, &ex, err);
     if (!st) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         st = ex.run(ex.ctx, &out, &cnt, err);
-        if (!st)
-            memcpy(*result, out, (size_t)c->out_elems * sizeof(double));
+        if (!st && !(*result = widen(c->inst->dt, out, c->out_elems)))
+            st = eb_error_set(err, EB_ERR_NOMEM, "out of memory");
         ex.release(ex.ctx);
         eb_exec_destroy(&ex);
     }
@@ -221,12 +286,13 @@ static eb_status stepwise_reference(eb_checker *c, eb_error *err)
     /* Its buffers are those budget.h counts for the path (gathered
      * operands as the compact copies, the multiply's result as the
      * scratch), plus the result it is compared with. */
-    double bytes = eb_budget_peak(c->inst, sched) +
-                   (double)c->out_elems * sizeof(double);
+    size_t esize = eb_dtype_size(c->ref_inst.dt);
+    double bytes = eb_budget_peak(&c->ref_inst, sched) +
+                   (double)c->out_elems * (double)esize;
     if (eb_ref_pairwise_cost(c->inst, sched) <= c->max_flops &&
         bytes <= c->max_bytes) {
-        c->stepwise = malloc((size_t)c->out_elems * sizeof(double));
-        st = c->stepwise ? eb_ref_pairwise(c->inst, sched, c->ops->views,
+        c->stepwise = malloc((size_t)c->out_elems * esize);
+        st = c->stepwise ? eb_ref_pairwise(&c->ref_inst, sched, c->ref_views,
                                            c->stepwise, err)
                          : eb_error_set(err, EB_ERR_NOMEM, "out of memory");
         if (st) {
@@ -241,16 +307,18 @@ static eb_status stepwise_reference(eb_checker *c, eb_error *err)
 }
 
 static eb_status reference_for(eb_checker *c, const eb_path *path,
-                               const double **ref, const char **name,
+                               const void **ref, const char **name,
                                eb_error *err)
 {
     *ref = NULL;
     if (eb_ref_cost(c->inst) <= NAIVE_LIMIT) {
         if (!c->naive) {
-            c->naive = malloc((size_t)c->out_elems * sizeof(double));
+            c->naive = malloc((size_t)c->out_elems *
+                              eb_dtype_size(c->ref_inst.dt));
             if (!c->naive)
                 return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
-            eb_status st = eb_ref_einsum(c->inst, c->ops->views, c->naive, err);
+            eb_status st = eb_ref_einsum(&c->ref_inst, c->ref_views, c->naive,
+                                         err);
             if (st)
                 return st;
         }
@@ -295,16 +363,18 @@ eb_status eb_checker_verify(eb_checker *c, const eb_path *path, eb_mode mode,
     out->max_rel_err = NAN;
     out->status = "unverified";
     snprintf(out->reference, sizeof out->reference, "none");
-    double *result;
+    void *result;
     eb_status st = execute_once(c, path, mode, &result, err);
     if (st)
         return st;
-    const double *ref;
+    const void *ref;
     const char *name = "none";
     st = reference_for(c, path, &ref, &name, err);
     if (!st && ref) {
-        out->max_rel_err = eb_ref_rel_err(result, ref, c->out_elems);
-        out->status = out->max_rel_err <= EB_CHECK_TOL ? "passed" : "failed";
+        out->max_rel_err = eb_ref_rel_err_dt(c->ref_inst.dt, result, ref,
+                                             c->out_elems);
+        out->status = out->max_rel_err <= eb_check_tol(c->inst->dt)
+                          ? "passed" : "failed";
         snprintf(out->reference, sizeof out->reference, "%s", name);
     }
     free(result);

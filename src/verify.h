@@ -11,7 +11,10 @@
  * einsum contracted in a different order by the engine: another stored
  * path that differs, or a path the tool derives (the path finder). A result
  * with no independent reference is "unverified", never "passed". The error
- * measure is max |x - ref| / max |ref|; it passes at <= EB_CHECK_TOL.
+ * measure is max |x - ref| / max |ref| (complex: the modulus); it passes
+ * at <= eb_check_tol(run dtype). References compute in float64 or
+ * complex128 (refeinsum.h): a float32 or complex64 result is compared,
+ * widened, with the reference of its own inputs widened.
  *
  * Ownership: the checker borrows inst and the path set; it owns its inputs
  * and cached references.
@@ -24,7 +27,14 @@
 #include "exec.h"
 #include "operands.h"
 
+/* Tolerances by the precision of the run's real type: float64 and
+ * complex128 1e-9 (4.5e6 eps, eps = 2^-52 ~ 2.2e-16), float32 and
+ * complex64 1e-4 (840 eps, eps = 2^-23 ~ 1.19e-7). docs/checkref.md gives
+ * the measured errors they leave room for. */
 #define EB_CHECK_TOL 1e-9
+#define EB_CHECK_TOL_F32 1e-4
+
+double eb_check_tol(eb_dtype dt);
 
 typedef struct eb_checker eb_checker;
 

@@ -126,7 +126,10 @@ static void write_file(const char *name, const char *commit, double fa,
             strcmp(commit, "aaa") == 0 ? "true" : "false", commit);
     measurement(f, "a", "trace", fa, "");
     measurement(f, "b", "trace", fb, "");
-    measurement(f, "c", "trace", fc, "");
+    /* Instance c was measured in float64 in the base, float32 in new. */
+    measurement(f, "c", "trace", fc, strcmp(commit, "aaa") == 0
+                                         ? ",\"dtype\":\"float64\""
+                                         : ",\"dtype\":\"float32\"");
     /* Reused and failed records never count. */
     measurement(f, "d", "trace", fa, ",\"reused_from\":\"opt_size\"");
     fprintf(f, "{\"type\":\"measurement\",\"backend\":\"einsum-bench\","
@@ -189,6 +192,10 @@ static void test_files(void)
     EB_CHECK(strstr(err, "warning: options.no-fuse differs: BASE true, NEW "
                          "false"), "option named: %s", err);
     EB_CHECK(!strstr(err, "options.json"), "output options ignored: %s", err);
+    EB_CHECK(strstr(err, "note: einsum-bench/c/opt_flops/trace: measured in "
+                         "float64 in BASE, float32 in NEW") &&
+                 count_lines(err, "measured in") == 1,
+             "a dtype that differs is noted, once: %s", err);
 
     rc = run_compare("base.jsonl", "new.jsonl", 1.5, 1, out, err,
                      sizeof out);

@@ -65,7 +65,7 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
         st = eb_ref_einsum(inst, ops->views, ref, &err);
     } else if (!(st = eb_exec_create(EB_MODE_EAGER, inst, path, ops->views,
                                      pool, NULL, NULL, &ex, &err))) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         st = ex.run(ex.ctx, &out, &cnt, &err);
         if (!st)
@@ -145,8 +145,8 @@ static void test_chains(eb_team **teams)
 static void test_lm_networks(eb_team **teams)
 {
     static const eb_lm_params params[] = {
-        {1, 3, 4, 9}, {2, 2, 3, 17}, {2, 3, 5, 11}, {3, 2, 3, 6},
-        {2, 4, 7, 100},
+        {1, 3, 4, 9, EB_F64}, {2, 2, 3, 17, EB_F64}, {2, 3, 5, 11, EB_F64},
+        {3, 2, 3, 6, EB_F64}, {2, 4, 7, 100, EB_F64},
     };
     int total_groups = 0;
     for (size_t k = 0; k < sizeof params / sizeof *params; k++) {

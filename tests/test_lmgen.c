@@ -4,7 +4,11 @@
  * uniqueness and sizes, parameter validation, default names, the JSON
  * round trip through the loader, the three public lm instances (against
  * instances/, and against the stored canonical format strings below), and
- * the generated gen_lm_* files shipped in instances/.
+ * the generated gen_lm_* files shipped in instances/, and --dtype: the
+ * public complex128 lm instances (lm_batch_likelihood_*_<H>c) are the
+ * float64 networks with complex entries (the public set's metadata:
+ * sentence_4_<H>c has 84 tensors and 105 labels of sizes 11..1900,
+ * sentence_5_<H>c 178 and 229 of sizes 11..3500, dtype complex128).
  * Run from the repository root (tests/run-all does). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +42,9 @@ static const struct {
     eb_lm_params p;
     const char *canon;
 } publics[] = {
-    {"lm_batch_likelihood_sentence_3_12d", {2, 12, 11, 1100}, canon_d2},
-    {"lm_batch_likelihood_sentence_4_4d", {3, 4, 11, 1900}, canon_d3},
-    {"lm_batch_likelihood_brackets_4_4d", {3, 4, 7, 1996}, canon_d3},
+    {"lm_batch_likelihood_sentence_3_12d", {2, 12, 11, 1100, EB_F64}, canon_d2},
+    {"lm_batch_likelihood_sentence_4_4d", {3, 4, 11, 1900, EB_F64}, canon_d3},
+    {"lm_batch_likelihood_brackets_4_4d", {3, 4, 7, 1996, EB_F64}, canon_d3},
 };
 
 static eb_instance *build_instance(const eb_lm_params *p, const char *name)
@@ -182,7 +186,7 @@ static void test_counts(void)
     for (int d = 1; d <= EB_LM_MAX_DEPTH; d++) {
         if (d > 4 && d < EB_LM_MAX_DEPTH)
             continue;
-        eb_lm_params p = {d, 2, 3, 5};
+        eb_lm_params p = {d, 2, 3, 5, EB_F64};
         eb_instance *inst = build_instance(&p, NULL);
         if (!inst)
             continue;
@@ -215,19 +219,19 @@ static void expect_error(eb_lm_params p, eb_status want, const char *needle)
 
 static void test_validation(void)
 {
-    expect_error((eb_lm_params){0, 4, 11, 10}, EB_ERR_USAGE,
+    expect_error((eb_lm_params){0, 4, 11, 10, EB_F64}, EB_ERR_USAGE,
                  "--depth: 0 out of range (expected 1..8)");
-    expect_error((eb_lm_params){9, 4, 11, 10}, EB_ERR_USAGE, "--depth: 9");
-    expect_error((eb_lm_params){2, 0, 11, 10}, EB_ERR_USAGE, "--hidden: 0");
-    expect_error((eb_lm_params){2, 4, -3, 10}, EB_ERR_USAGE, "--vocab: -3");
-    expect_error((eb_lm_params){2, 4, 11, (int64_t)1 << 40}, EB_ERR_USAGE,
+    expect_error((eb_lm_params){9, 4, 11, 10, EB_F64}, EB_ERR_USAGE, "--depth: 9");
+    expect_error((eb_lm_params){2, 0, 11, 10, EB_F64}, EB_ERR_USAGE, "--hidden: 0");
+    expect_error((eb_lm_params){2, 4, -3, 10, EB_F64}, EB_ERR_USAGE, "--vocab: -3");
+    expect_error((eb_lm_params){2, 4, 11, (int64_t)1 << 40, EB_F64}, EB_ERR_USAGE,
                  "--batch");
-    expect_error((eb_lm_params){3, 200, 11, 10}, EB_ERR_INVALID,
+    expect_error((eb_lm_params){3, 200, 11, 10, EB_F64}, EB_ERR_INVALID,
                  "per operand");
-    expect_error((eb_lm_params){8, 40, 11, 100}, EB_ERR_INVALID, "in all");
-    expect_error((eb_lm_params){1, 1 << 30, 1 << 30, 1 << 30}, EB_ERR_INVALID,
+    expect_error((eb_lm_params){8, 40, 11, 100, EB_F64}, EB_ERR_INVALID, "in all");
+    expect_error((eb_lm_params){1, 1 << 30, 1 << 30, 1 << 30, EB_F64}, EB_ERR_INVALID,
                  "limit");
-    eb_lm_params ok = {2, 12, 11, 1100};
+    eb_lm_params ok = {2, 12, 11, 1100, EB_F64};
     EB_CHECK(eb_lm_validate(&ok, NULL) == EB_OK, "public parameters pass");
     eb_lm_network *net;
     eb_error err;
@@ -241,10 +245,10 @@ static void test_names(void)
         EB_CHECK(strcmp(eb_lm_default_name(&publics[i].p, buf, sizeof buf),
                         publics[i].name) == 0, "%s: got %s", publics[i].name,
                  buf);
-    eb_lm_params p = {3, 12, 11, 1900};
+    eb_lm_params p = {3, 12, 11, 1900, EB_F64};
     EB_CHECK(strcmp(eb_lm_default_name(&p, buf, sizeof buf),
                     "lm_batch_likelihood_sentence_4_12d") == 0, "%s", buf);
-    p = (eb_lm_params){1, 3, 5, 8};
+    p = (eb_lm_params){1, 3, 5, 8, EB_F64};
     EB_CHECK(strcmp(eb_lm_default_name(&p, buf, sizeof buf),
                     "lm_batch_likelihood_v5_2_3d_b8") == 0, "%s", buf);
 }
@@ -292,7 +296,7 @@ static void test_roundtrip(void)
         EB_CHECK(0, "mkdtemp failed");
         return;
     }
-    eb_lm_params p = {3, 4, 7, 1996};
+    eb_lm_params p = {3, 4, 7, 1996, EB_F64};
     eb_lm_network *net;
     eb_error err;
     EB_CHECK(eb_lm_build(&p, NULL, &net, &err) == EB_OK, "%s", err.msg);
@@ -330,10 +334,10 @@ static void test_shipped(void)
     static const struct { const char *file; eb_lm_params p; const char *name; }
         shipped[] = {
             {"instances/gen_lm_sentence_3_12d.json",
-             {2, 12, 11, 1100}, "gen_lm_sentence_3_12d"},
+             {2, 12, 11, 1100, EB_F64}, "gen_lm_sentence_3_12d"},
             {"instances/gen_lm_sentence_4_4d.json",
-             {3, 4, 11, 1900}, "gen_lm_sentence_4_4d"},
-            {"instances/gen_lm_tiny_2_3d.json", {1, 3, 5, 8},
+             {3, 4, 11, 1900, EB_F64}, "gen_lm_sentence_4_4d"},
+            {"instances/gen_lm_tiny_2_3d.json", {1, 3, 5, 8, EB_F64},
              "gen_lm_tiny_2_3d"},
         };
     for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
@@ -353,6 +357,124 @@ static void test_shipped(void)
     }
 }
 
+static void size_range(const eb_instance *inst, int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX, *hi = 0;
+    for (int l = 0; l < inst->num_labels; l++) {
+        if (inst->label_size[l] < *lo)
+            *lo = inst->label_size[l];
+        if (inst->label_size[l] > *hi)
+            *hi = inst->label_size[l];
+    }
+}
+
+static void test_dtypes(void)
+{
+    static const struct {
+        eb_lm_params p;
+        const char *name;
+        int tensors, labels;
+        int64_t largest;
+    } pub_c[] = {
+        {{3, 14, 11, 1900, EB_C128}, "lm_batch_likelihood_sentence_4_14c", 84,
+         105, 1900},
+        {{3, 16, 11, 1900, EB_C128}, "lm_batch_likelihood_sentence_4_16c", 84,
+         105, 1900},
+        {{3, 18, 11, 1900, EB_C128}, "lm_batch_likelihood_sentence_4_18c", 84,
+         105, 1900},
+        {{3, 20, 11, 1900, EB_C128}, "lm_batch_likelihood_sentence_4_20c", 84,
+         105, 1900},
+        {{4, 14, 11, 3500, EB_C128}, "lm_batch_likelihood_sentence_5_14c", 178,
+         229, 3500},
+        {{4, 16, 11, 3500, EB_C128}, "lm_batch_likelihood_sentence_5_16c", 178,
+         229, 3500},
+        {{4, 18, 11, 3500, EB_C128}, "lm_batch_likelihood_sentence_5_18c", 178,
+         229, 3500},
+    };
+    for (size_t i = 0; i < sizeof pub_c / sizeof *pub_c; i++) {
+        eb_lm_params real = pub_c[i].p;
+        real.dt = EB_F64;
+        eb_instance *c = build_instance(&pub_c[i].p, NULL);
+        eb_instance *d = build_instance(&real, NULL);
+        if (!c || !d) {
+            eb_instance_destroy(c);
+            eb_instance_destroy(d);
+            continue;
+        }
+        const char *name = pub_c[i].name;
+        int64_t lo, hi;
+        size_range(c, &lo, &hi);
+        EB_CHECK(strcmp(c->name, name) == 0, "%s: got %s", name, c->name);
+        EB_CHECK(c->dt == EB_C128 && strcmp(c->dtype, "complex128") == 0,
+                 "%s: dtype %s", name, c->dtype);
+        EB_CHECK(c->num_tensors == pub_c[i].tensors &&
+                     c->num_labels == pub_c[i].labels && lo == 11 &&
+                     hi == pub_c[i].largest,
+                 "%s: %d tensors, %d labels, sizes %lld..%lld", name,
+                 c->num_tensors, c->num_labels, (long long)lo, (long long)hi);
+        EB_CHECK(same_structure(c, d) &&
+                     strcmp(c->format_string, d->format_string) == 0,
+                 "%s: the float64 network's structure", name);
+        if (pub_c[i].p.depth == 3) {
+            char *canon = canonical(c);
+            EB_CHECK(strcmp(canon, canon_d3) == 0, "%s: the public structure",
+                     name);
+            free(canon);
+        }
+        eb_instance_destroy(c);
+        eb_instance_destroy(d);
+    }
+    /* The other dtypes: names, bytes, the file's dtype through the loader
+     * (it reads a float64 file here; other dtypes once it accepts them). */
+    static const struct { eb_dtype dt; const char *name; } other[] = {
+        {EB_F64, "lm_batch_likelihood_v5_2_3d_b8"},
+        {EB_F32, "lm_batch_likelihood_v5_2_3d_b8_float32"},
+        {EB_C128, "lm_batch_likelihood_v5_2_3c_b8"},
+        {EB_C64, "lm_batch_likelihood_v5_2_3c_b8_complex64"},
+    };
+    int64_t f64_bytes = 0;
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        eb_lm_params p = {1, 3, 5, 8, other[i].dt};
+        eb_lm_network *net;
+        eb_error err;
+        if (eb_lm_build(&p, NULL, &net, &err)) {
+            EB_CHECK(0, "%s: %s", other[i].name, err.msg);
+            continue;
+        }
+        if (other[i].dt == EB_F64)
+            f64_bytes = net->input_bytes;
+        EB_CHECK(strcmp(net->name, other[i].name) == 0, "got %s", net->name);
+        EB_CHECK(net->input_bytes * 8 ==
+                     f64_bytes * (int64_t)eb_dtype_size(other[i].dt),
+                 "%s: input bytes %lld", net->name,
+                 (long long)net->input_bytes);
+        eb_jw *w = eb_jw_create(0);
+        eb_lm_write_json(net, w);
+        char *f = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&f, &len);
+        eb_jw_write_line(w, mem);
+        fclose(mem);
+        char want[64];
+        snprintf(want, sizeof want, "\"dtype\":\"%s\"",
+                 eb_dtype_name(other[i].dt));
+        EB_CHECK(f && strstr(f, want) &&
+                     (other[i].dt == EB_F64) == !strstr(f, "--dtype"),
+                 "%s: JSON names the dtype: %s", net->name, f ? f : "");
+        free(f);
+        eb_jw_destroy(w);
+        eb_lm_network_destroy(net);
+    }
+    /* The limits count the dtype's bytes: 200^4 elements are 11.9 GiB of
+     * float64, 23.8 GiB of complex128. */
+    expect_error((eb_lm_params){3, 200, 11, 10, EB_C128}, EB_ERR_INVALID,
+                 "would take 23.8 GiB");
+    expect_error((eb_lm_params){3, 200, 11, 10, EB_F64}, EB_ERR_INVALID,
+                 "would take 11.9 GiB");
+    expect_error((eb_lm_params){1, 3, 5, 8, EB_DTYPE_COUNT}, EB_ERR_USAGE,
+                 "--dtype");
+}
+
 int main(void)
 {
     test_alphabet();
@@ -362,5 +484,6 @@ int main(void)
     test_publics();
     test_roundtrip();
     test_shipped();
+    test_dtypes();
     return eb_check_done("test_lmgen");
 }

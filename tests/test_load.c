@@ -526,10 +526,18 @@ static const bad_case bad_cases[] = {
                                         "[[4, 5], [6, 5]]"},
      EB_ERR_INVALID, "shapes_colmajor[0]"},
     {"intent_number", {.extra = "\"intent\": 3"}, EB_ERR_INVALID, "intent"},
-    /* dtype */
-    {"dtype_float32", {.dtype = "\"float32\""}, EB_ERR_INVALID, "dtype"},
-    {"dtype_complex128", {.dtype = "\"complex128\""}, EB_ERR_UNSUPPORTED,
-     "dtype"},
+    /* dtype: the four of dtype.h load (test_dtypes); nothing else does */
+    {"dtype_float16", {.dtype = "\"float16\""}, EB_ERR_INVALID,
+     "dtype: 'float16' is not a dtype (expected float64, float32, "
+     "complex128 or complex64)"},
+    {"dtype_upper", {.dtype = "\"Float64\""}, EB_ERR_INVALID,
+     "dtype: 'Float64' is not a dtype"},
+    {"dtype_empty", {.dtype = "\"\""}, EB_ERR_INVALID,
+     "dtype: '' is not a dtype"},
+    {"dtype_descr", {.dtype = "\"<c16\""}, EB_ERR_INVALID,
+     "dtype: '<c16' is not a dtype"},
+    {"dtype_number", {.dtype = "64"}, EB_ERR_INVALID,
+     "dtype: a number (expected a string)"},
     /* inline paths */
     {"paths_array", {.paths = "[[0, 1]]"}, EB_ERR_INVALID, "paths: an array"},
     {"paths_empty", {.paths = "{}"}, EB_ERR_INVALID, "paths"},
@@ -648,6 +656,29 @@ static void test_bad_files(void)
     st = eb_load_instance(tpath(file, "v"), &inst, &err);
     EB_CHECK(st == EB_ERR_IO && !inst && names(&err, file, "directory"),
              "%d %s", st, err.msg);
+}
+
+/* Each dtype of dtype.h loads, spelled and parsed. */
+static void test_dtypes(void)
+{
+    make_dir("dt");
+    for (int t = 0; t < EB_DTYPE_COUNT; t++) {
+        const char *name = eb_dtype_name((eb_dtype)t);
+        char file[PATH_BYTES], quoted[32], inst_name[32];
+        snprintf(quoted, sizeof quoted, "\"%s\"", name);
+        snprintf(inst_name, sizeof inst_name, "dt_%s", name);
+        write_inst(file, "dt", inst_name, (fields){.dtype = quoted});
+        eb_instance *inst = NULL;
+        eb_error err = {0};
+        eb_status st = eb_load_instance(file, &inst, &err);
+        EB_CHECK(st == EB_OK && inst, "%s: %s", name, err.msg);
+        if (st)
+            continue;
+        EB_CHECK(inst->dt == (eb_dtype)t && strcmp(inst->dtype, name) == 0,
+                 "%s: parsed as %s ('%s')", name, eb_dtype_name(inst->dt),
+                 inst->dtype);
+        eb_instance_destroy(inst);
+    }
 }
 
 /* Path files (eb_load_pathfile). */
@@ -999,6 +1030,7 @@ int main(void)
     test_reference_instances();
     test_lookup_order();
     test_bad_instances();
+    test_dtypes();
     test_bad_files();
     test_bad_pathfiles();
     test_good_instances();

@@ -90,7 +90,7 @@ static long sample_allocs(const eb_instance *inst, const eb_path *path,
     eb_fuse_opts fuse = eb_fuse_default_opts();
     if (!eb_exec_create(mode, inst, path, ops->views, pool, NULL, &fuse, &ex,
                         &err)) {
-        const double *out;
+        const void *out;
         eb_exec_counters cnt = {0};
         for (int w = 0; w < 2; w++) {
             ex.run(ex.ctx, &out, &cnt, &err);
@@ -154,7 +154,7 @@ typedef struct {
     double out;
 } fake;
 
-static eb_status fake_run(void *ctx, const double **out, eb_exec_counters *c,
+static eb_status fake_run(void *ctx, const void **out, eb_exec_counters *c,
                           eb_error *err)
 {
     (void)err;
@@ -183,7 +183,7 @@ static void test_bench_loop(void)
     EB_CHECK(r.samples == 5 && r.stats.n == 5, "5 samples");
     EB_CHECK(r.per_sample.gemm_calls == 2, "counters per sample, not summed: %lld",
              (long long)r.per_sample.gemm_calls);
-    EB_CHECK(r.out && *r.out == 8.0, "output of the last sample");
+    EB_CHECK(r.out && *(const double *)r.out == 8.0, "output of the last sample");
     int ok = 1;
     for (int k = 0; k < 5; k++)
         ok &= r.samples_ns[k] >= 0 && r.minflt[k] >= 0;
@@ -217,7 +217,7 @@ static void test_trace_compiles_once(void)
     EB_CHECK(ex.compile_ms > 0 && ex.static_bytes > 0,
              "compile time %g ms and arena %lld bytes reported", ex.compile_ms,
              (long long)ex.static_bytes);
-    const double *o1, *o2;
+    const void *o1, *o2;
     eb_exec_counters c1 = {0}, c2 = {0};
     ex.run(ex.ctx, &o1, &c1, &err);
     ex.release(ex.ctx);

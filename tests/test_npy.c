@@ -142,8 +142,8 @@ static void test_fixtures(void)
         int64_t n = elems_of(fx->dims, fx->rank);
         double *buf = malloc((size_t)(n ? n : 1) * sizeof(double));
         eb_error err = {0};
-        eb_status s = eb_npy_read(file, fx->dims, fx->rank, buf, "fixture",
-                                  &err);
+        eb_status s = eb_npy_read(file, fx->dims, fx->rank, EB_F64, buf,
+                                  "fixture", &err);
         EB_CHECK(s == EB_OK, "%s: %s", fx->name, err.msg);
         for (int64_t i = 0; s == EB_OK && i < n; i++)
             EB_CHECK(buf[i] == fixture_value(fx->formula, i),
@@ -153,7 +153,7 @@ static void test_fixtures(void)
             for (int64_t i = 0; i < n; i++)
                 buf[i] = fixture_value(fx->formula, i);
             tmp_path(out, sizeof out, fx->name);
-            s = eb_npy_write(out, fx->dims, fx->rank, buf, &err);
+            s = eb_npy_write(out, fx->dims, fx->rank, EB_F64, buf, &err);
             EB_CHECK(s == EB_OK, "write %s: %s", fx->name, err.msg);
             size_t na = 0, nb = 0;
             unsigned char *a = read_bytes(file, &na);
@@ -188,9 +188,10 @@ static void test_round_trip(void)
         char file[512];
         tmp_path(file, sizeof file, "round.npy");
         eb_error err = {0};
-        eb_status s = eb_npy_write(file, shapes[k].dims, rank, src, &err);
+        eb_status s = eb_npy_write(file, shapes[k].dims, rank, EB_F64, src,
+                                   &err);
         EB_CHECK(s == EB_OK, "shape %zu: write: %s", k, err.msg);
-        s = eb_npy_read(file, shapes[k].dims, rank, dst, "round", &err);
+        s = eb_npy_read(file, shapes[k].dims, rank, EB_F64, dst, "round", &err);
         EB_CHECK(s == EB_OK, "shape %zu: read: %s", k, err.msg);
         EB_CHECK(s != EB_OK || n == 0 ||
                      memcmp(src, dst, (size_t)n * sizeof(double)) == 0,
@@ -245,8 +246,8 @@ static void test_live_numpy(void)
         snprintf(name, sizeof name, "eb%zu.npy", k);
         tmp_path(ours, sizeof ours, name);
         eb_error err = {0};
-        eb_status s = eb_npy_write(ours, shapes[k].dims, shapes[k].rank, vals,
-                                   &err);
+        eb_status s = eb_npy_write(ours, shapes[k].dims, shapes[k].rank,
+                                   EB_F64, vals, &err);
         EB_CHECK(s == EB_OK, "numpy shape %zu: %s", k, err.msg);
         size_t na = 0, nb = 0;
         unsigned char *a = read_bytes(theirs, &na);
@@ -262,18 +263,36 @@ static void test_live_numpy(void)
 
 /* Read `file` expecting failure with status `want` and a message that starts
  * with the file name and contains `part`. */
-static void expect_fail(const char *file, const int64_t *dims, int rank,
-                        eb_status want, const char *part, int line)
+static void expect_fail_dt(const char *file, const int64_t *dims, int rank,
+                           eb_dtype dt, eb_status want, const char *part,
+                           int line)
 {
     int64_t n = elems_of(dims, rank);
-    double *dst = malloc((size_t)(n ? n : 1) * sizeof(double));
+    void *dst = malloc((size_t)(n ? n : 1) * eb_dtype_size(dt));
     eb_error err = {0};
-    eb_status s = eb_npy_read(file, dims, rank, dst, "operand 3", &err);
+    eb_status s = eb_npy_read(file, dims, rank, dt, dst, "operand 3", &err);
     EB_CHECK(s == want, "line %d: status %d, want %d (%s)", line, (int)s,
              (int)want, err.msg);
     EB_CHECK(strncmp(err.msg, file, strlen(file)) == 0 &&
                  strstr(err.msg, part) != NULL,
              "line %d: message \"%s\" lacks \"%s\"", line, err.msg, part);
+    free(dst);
+}
+
+static void expect_fail(const char *file, const int64_t *dims, int rank,
+                        eb_status want, const char *part, int line)
+{
+    expect_fail_dt(file, dims, rank, EB_F64, want, part, line);
+}
+
+static void expect_ok_dt(const char *file, const int64_t *dims, int rank,
+                         eb_dtype dt, int line)
+{
+    int64_t n = elems_of(dims, rank);
+    void *dst = malloc((size_t)(n ? n : 1) * eb_dtype_size(dt));
+    eb_error err = {0};
+    eb_status s = eb_npy_read(file, dims, rank, dt, dst, "operand 3", &err);
+    EB_CHECK(s == EB_OK, "line %d: %s", line, err.msg);
     free(dst);
 }
 
@@ -288,11 +307,15 @@ static void test_bad_headers(void)
     char bad[512];
     tmp_path(bad, sizeof bad, "x.npy");
     const int64_t d45[2] = {4, 5};
-    BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5), }",
-               EB_ERR_UNSUPPORTED, "descr: '<f4' is not float64 (expected "
+    BAD_HEADER("{'descr': '<i4', 'fortran_order': False, 'shape': (4, 5), }",
+               EB_ERR_UNSUPPORTED, "descr: '<i4' is not float64 (expected "
                "'<f8')");
+    BAD_HEADER("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 5), }",
+               EB_ERR_INVALID, "descr: '<f4' is float32, not float64, the "
+               "dtype read (expected '<f8'; a file is never converted)");
     BAD_HEADER("{'descr': '>f8', 'fortran_order': False, 'shape': (4, 5), }",
-               EB_ERR_UNSUPPORTED, "descr: '>f8' is not little-endian");
+               EB_ERR_UNSUPPORTED, "descr: '>f8' is big-endian float64, not "
+               "little-endian float64");
     BAD_HEADER("{'descr': '|f8', 'fortran_order': False, 'shape': (4, 5), }",
                EB_ERR_UNSUPPORTED, "descr: '|f8'");
     BAD_HEADER("{'descr': [('a', '<f8')], 'fortran_order': False, "
@@ -408,6 +431,145 @@ static void test_bad_files(void)
     }
 }
 
+/* ---- every dtype -------------------------------------------------------- */
+
+/* Value i of the dtype tests: float64 i/7 (real part) and -i/3 (imaginary
+ * part), rounded to float for float32 and complex64, as numpy's astype
+ * rounds. */
+static void dtype_values(eb_dtype dt, int64_t n, void *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double re = (double)i / 7.0, im = i ? -(double)i / 3.0 : 0.0;
+        switch (dt) {
+        case EB_F64: ((double *)out)[i] = re; break;
+        case EB_F32: ((float *)out)[i] = (float)re; break;
+        case EB_C128:
+            ((double *)out)[2 * i] = re;
+            ((double *)out)[2 * i + 1] = im;
+            break;
+        default:
+            ((float *)out)[2 * i] = (float)re;
+            ((float *)out)[2 * i + 1] = (float)im;
+            break;
+        }
+    }
+}
+
+/* Write and read back in each dtype; reading as any other dtype is refused
+ * (never converted), naming the field; big-endian is refused. */
+static void test_dtype_round_trip(void)
+{
+    const int64_t d34[2] = {3, 4};
+    double src[24], dst[24];
+    char file[512], want[600];
+    tmp_path(file, sizeof file, "dt.npy");
+    for (int t = 0; t < EB_DTYPE_COUNT; t++) {
+        eb_dtype dt = (eb_dtype)t;
+        const char *name = eb_dtype_name(dt);
+        size_t bytes = 12 * eb_dtype_size(dt);
+        dtype_values(dt, 12, src);
+        eb_error err = {0};
+        eb_status s = eb_npy_write(file, d34, 2, dt, src, &err);
+        EB_CHECK(s == EB_OK, "%s: write: %s", name, err.msg);
+        size_t n = 0;
+        unsigned char *raw = read_bytes(file, &n);
+        snprintf(want, sizeof want, "{'descr': '%s', 'fortran_order': "
+                 "False, 'shape': (3, 4), }", eb_npy_descr(dt));
+        EB_CHECK(raw && n == 128 + bytes &&
+                     memcmp(raw + 10, want, strlen(want)) == 0 &&
+                     memcmp(raw + 128, src, bytes) == 0,
+                 "%s: file of %zu bytes, header or data not as numpy's",
+                 name, n);
+        free(raw);
+        memset(dst, 0, sizeof dst);
+        s = eb_npy_read(file, d34, 2, dt, dst, "operand 0", &err);
+        EB_CHECK(s == EB_OK && memcmp(src, dst, bytes) == 0,
+                 "%s: read back: %s", name, s ? err.msg : "values differ");
+        for (int u = 0; u < EB_DTYPE_COUNT; u++) {
+            if (u == t)
+                continue;
+            snprintf(want, sizeof want, "descr: '%s' is %s, not %s, the "
+                     "dtype read (expected '%s'", eb_npy_descr(dt), name,
+                     eb_dtype_name((eb_dtype)u), eb_npy_descr((eb_dtype)u));
+            expect_fail_dt(file, d34, 2, (eb_dtype)u, EB_ERR_INVALID, want,
+                           __LINE__);
+        }
+        /* '=' is the host's order, little-endian here: the same type. */
+        char dict[128], big[16];
+        snprintf(dict, sizeof dict, "{'descr': '=%s', 'fortran_order': "
+                 "False, 'shape': (3, 4), }", eb_npy_descr(dt) + 1);
+        make_npy(file, 1, dict, bytes);
+        expect_ok_dt(file, d34, 2, dt, __LINE__);
+        snprintf(big, sizeof big, ">%s", eb_npy_descr(dt) + 1);
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': "
+                 "False, 'shape': (3, 4), }", big);
+        make_npy(file, 1, dict, bytes);
+        snprintf(want, sizeof want, "descr: '%s' is big-endian %s, not "
+                 "little-endian %s (expected '%s')", big, name, name,
+                 eb_npy_descr(dt));
+        expect_fail_dt(file, d34, 2, dt, EB_ERR_UNSUPPORTED, want, __LINE__);
+        /* Too little data for the dtype's element size. */
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': "
+                 "False, 'shape': (3, 4), }", eb_npy_descr(dt));
+        make_npy(file, 1, dict, bytes - 1);
+        snprintf(want, sizeof want, "data: %zu bytes but the shape needs %zu",
+                 bytes - 1, bytes);
+        expect_fail_dt(file, d34, 2, dt, EB_ERR_PARSE, want, __LINE__);
+        snprintf(dict, sizeof dict, "{'descr': '<i8', 'fortran_order': "
+                 "False, 'shape': (3, 4), }");
+        make_npy(file, 1, dict, bytes);
+        snprintf(want, sizeof want, "descr: '<i8' is not %s (expected '%s')",
+                 name, eb_npy_descr(dt));
+        expect_fail_dt(file, d34, 2, dt, EB_ERR_UNSUPPORTED, want, __LINE__);
+    }
+}
+
+static const char numpy_dtype_script[] =
+    "import numpy as np, sys\n"
+    "i = np.arange(12)\n"
+    "for d in ('<f8', '<f4', '<c16', '<c8'):\n"
+    "    v = i / 7.0 - 1j * (i / 3.0) if d[1] == 'c' else i / 7.0\n"
+    "    np.save('%s/npdt%s.npy' % (sys.argv[1], d[1:]),\n"
+    "            v.astype(d).reshape(3, 4))\n";
+
+/* numpy's files of each dtype read as the values numpy wrote, and ours are
+ * byte for byte numpy's. */
+static void test_live_numpy_dtypes(void)
+{
+    if (system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
+        return; /* test_live_numpy said so */
+    char script[512], cmd[1024];
+    tmp_path(script, sizeof script, "gendt.py");
+    write_bytes(script, numpy_dtype_script, sizeof numpy_dtype_script - 1);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", script, tmpdir);
+    EB_CHECK(system(cmd) == 0, "numpy script failed: %s", cmd);
+    const int64_t d34[2] = {3, 4};
+    for (int t = 0; t < EB_DTYPE_COUNT; t++) {
+        eb_dtype dt = (eb_dtype)t;
+        char theirs[512], ours[512], name[32];
+        snprintf(name, sizeof name, "npdt%s.npy", eb_npy_descr(dt) + 1);
+        tmp_path(theirs, sizeof theirs, name);
+        tmp_path(ours, sizeof ours, "ebdt.npy");
+        double want[24], got[24];
+        size_t bytes = 12 * eb_dtype_size(dt);
+        dtype_values(dt, 12, want);
+        eb_error err = {0};
+        eb_status s = eb_npy_read(theirs, d34, 2, dt, got, "numpy", &err);
+        EB_CHECK(s == EB_OK && memcmp(want, got, bytes) == 0,
+                 "%s: numpy's file: %s", eb_dtype_name(dt),
+                 s ? err.msg : "values differ");
+        s = eb_npy_write(ours, d34, 2, dt, want, &err);
+        size_t na = 0, nb = 0;
+        unsigned char *a = read_bytes(theirs, &na);
+        unsigned char *b = read_bytes(ours, &nb);
+        EB_CHECK(s == EB_OK && a && b && na == nb && memcmp(a, b, na) == 0,
+                 "%s: our bytes differ from numpy's (%zu vs %zu)",
+                 eb_dtype_name(dt), nb, na);
+        free(a);
+        free(b);
+    }
+}
+
 /* Every truncation and many one-byte corruptions of a valid file must fail
  * cleanly or succeed, never read or write out of bounds (run under ASan and
  * valgrind). */
@@ -428,7 +590,8 @@ static void test_damage(void)
     for (size_t len = 0; len < n; len++) {
         write_bytes(bad, good, len);
         eb_error err = {0};
-        failures += eb_npy_read(bad, d34, 2, dst, "damage", &err) != EB_OK;
+        failures +=
+            eb_npy_read(bad, d34, 2, EB_F64, dst, "damage", &err) != EB_OK;
     }
     EB_CHECK(failures == (int)n, "%d of %zu truncations were accepted",
              (int)n - failures, n);
@@ -440,8 +603,8 @@ static void test_damage(void)
             write_bytes(bad, good, n);
             good[pos] = saved;
             eb_error err = {0};
-            successes +=
-                eb_npy_read(bad, d34, 2, dst, "damage", &err) == EB_OK;
+            successes += eb_npy_read(bad, d34, 2, EB_F64, dst, "damage",
+                                     &err) == EB_OK;
         }
     }
     EB_CHECK(successes > 0 && successes < 128 * (int)sizeof junk,
@@ -472,7 +635,7 @@ static void test_write_errors(void)
     eb_error err = {0};
 
     tmp_path(file, sizeof file, "no/such/dir/out.npy");
-    eb_status s = eb_npy_write(file, d2, 1, v, &err);
+    eb_status s = eb_npy_write(file, d2, 1, EB_F64, v, &err);
     EB_CHECK(s == EB_ERR_IO && strstr(err.msg, "cannot create"), "%s",
              err.msg);
 
@@ -481,7 +644,7 @@ static void test_write_errors(void)
     mkdir(file, 0700);
     tmp_path(tmp, sizeof tmp, "busy/keep");
     write_bytes(tmp, "x", 1);
-    s = eb_npy_write(file, d2, 1, v, &err);
+    s = eb_npy_write(file, d2, 1, EB_F64, v, &err);
     EB_CHECK(s == EB_ERR_IO && strstr(err.msg, "cannot rename"), "%s",
              err.msg);
     EB_CHECK(count_prefixed("busy.tmp.") == 0, "a temporary was left "
@@ -494,7 +657,7 @@ static void test_write_errors(void)
     char victim[512];
     tmp_path(victim, sizeof victim, "victim");
     EB_CHECK(symlink(victim, tmp) == 0, "symlink %s", tmp);
-    s = eb_npy_write(file, d2, 1, v, &err);
+    s = eb_npy_write(file, d2, 1, EB_F64, v, &err);
     EB_CHECK(s == EB_OK, "%s", err.msg);
     EB_CHECK(access(victim, F_OK) != 0, "the planted symlink was followed");
     EB_CHECK(count_prefixed("sym.npy.tmp.") == 1, "only the planted link "
@@ -502,7 +665,7 @@ static void test_write_errors(void)
     remove(tmp);
 
     tmp_path(file, sizeof file, "neg.npy");
-    s = eb_npy_write(file, neg, 2, v, &err);
+    s = eb_npy_write(file, neg, 2, EB_F64, v, &err);
     EB_CHECK(s == EB_ERR_INVALID && strstr(err.msg, "negative"), "%s",
              err.msg);
     EB_CHECK(access(file, F_OK) != 0, "%s was written", file);
@@ -550,6 +713,8 @@ int main(void)
     test_fixtures();
     test_round_trip();
     test_live_numpy();
+    test_dtype_round_trip();
+    test_live_numpy_dtypes();
     test_bad_headers();
     test_bad_files();
     test_damage();
