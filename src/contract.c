@@ -556,7 +556,8 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
                          const int *keep, int nkeep, int fixed_order,
                          const int64_t *label_size, eb_plan *p)
 {
-    if ((p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+    if (p->dt != EB_F64 || /* the vector-batch kernel is float64 code */
+        (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
          p->kind != EB_KIND_GEMV) ||
         nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM ||
         p->N > EB_VEC_MAX_DIM || p->K > EB_VEC_MAX_DIM ||
@@ -594,6 +595,7 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     eb_kind kind = p->kind;
     int64_t nbatch = p->nbatch, M = p->M, N = p->N, K = p->K;
     memset(p, 0, offsetof(eb_plan, bshape));
+    p->dt = EB_F64;
     p->kind = kind;
     p->nbatch = nbatch;
     p->M = M;
