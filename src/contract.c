@@ -28,6 +28,18 @@ enum { LOW_K = 16 };
  * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
 enum { SKINNY_MN = 21 };
 
+/* A GEMM with every side at most this and M and N multiples of 4 (whole
+ * vectors and register blocks of the own kernel) goes to the own kernel
+ * too: OpenBLAS's beta pass, packing and call cost are a large share of
+ * such a product (a 64^3 GEMM: 17.8% of its instructions are OpenBLAS's
+ * memset of C). One-thread minima of 300 interleaved runs, own / BLAS
+ * time over the four transpositions, three runs: 32^3 0.74-1.04, 48^3
+ * 0.79-1.00, 64^3 0.78-0.96; at 80^3 one transposition was 17% slower and
+ * odd sides (40 x 70 x 90) 8-26% slower, so those stay on BLAS. */
+#ifndef SMALL_SIDE
+#define SMALL_SIDE 64
+#endif
+
 /* ... unless its long side is past this: the lm networks' 12 x 13200 x
  * 144 steps ran at 11-12 GFLOP/s on the own kernel against 16 on BLAS
  * (plan --time, two interleaved rounds, 1 and 2 threads), gm_queen's
@@ -342,17 +354,21 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
+    if (p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
+        p->M % 4 == 0 && p->N % 4 == 0)
+        return EB_KIND_SMALL_GEMM;
     if ((p->M < SKINNY_MN || p->N < SKINNY_MN) &&
         (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
 
-/* An xform from `in` into the compact layout `out`, summing `sum`. */
-static void make_xform(const axes *in, const axes *out, const group *sum,
-                       eb_xform *x)
+/* An xform of elements of dt from `in` into the compact layout `out`,
+ * summing `sum`. */
+static void make_xform(eb_dtype dt, const axes *in, const axes *out,
+                       const group *sum, eb_xform *x)
 {
-    x->dt = EB_F64; /* TODO(D1, issue 17): the plan's dtype */
+    x->dt = dt;
     x->rank = out->n;
     for (int d = 0; d < out->n; d++) {
         x->shape[d] = out->size[d];
@@ -556,7 +572,7 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
                          const int *keep, int nkeep, int fixed_order,
                          const int64_t *label_size, eb_plan *p)
 {
-    if (p->dt != EB_F64 || /* the vector-batch kernel is float64 code */
+    if (p->dt != EB_F64 || /* EB_KIND_VEC_GEMM is float64 code */
         (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
          p->kind != EB_KIND_GEMV) ||
         nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM ||
@@ -594,8 +610,9 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     compact_axes(one, 1, label_size, &lay[y]);
     eb_kind kind = p->kind;
     int64_t nbatch = p->nbatch, M = p->M, N = p->N, K = p->K;
+    eb_dtype dt = p->dt;
     memset(p, 0, offsetof(eb_plan, bshape));
-    p->dt = EB_F64;
+    p->dt = dt;
     p->kind = kind;
     p->nbatch = nbatch;
     p->M = M;
@@ -605,15 +622,15 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
                   label_size, p))
         return 0; /* not reached: lay has w with unit stride in both */
     group none = {0};
-    make_xform(&ax[y], &lay[y], &none, &p->xf[y]);
+    make_xform(p->dt, &ax[y], &lay[y], &none, &p->xf[y]);
     p->prep[y] = 1;
     p->prep_elems[y] = lay[y].elems;
     p->flops = (double)nbatch * (double)M * (double)N * (double)K * 2;
     return 1;
 }
 
-static void engine_perm(const axes *c, const axes *la, const axes *lb,
-                        eb_perm *ew)
+static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
+                        const axes *lb, eb_perm *ew)
 {
     int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sa[EB_MAX_RANK],
         sb[EB_MAX_RANK];
@@ -623,7 +640,7 @@ static void engine_perm(const axes *c, const axes *la, const axes *lb,
         sa[d] = stride_of(la, c->id[d]);
         sb[d] = stride_of(lb, c->id[d]);
     }
-    eb_perm_plan(ew, c->n, shape, so, sa, sb);
+    eb_perm_plan_dt(ew, dt, c->n, shape, so, sa, sb);
 }
 
 /* Operands at most this fraction of the output are worth permuting into
@@ -641,7 +658,7 @@ enum { ENGINE_PREP_RATIO = 4 };
 static void plan_engine(const layout *L, const axes *ax, const group *sum,
                         const int64_t *label_size, eb_plan *p)
 {
-    engine_perm(&L->c, &L->lay[0], &L->lay[1], &p->ew);
+    engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
     if (p->ew.mode == EB_PERM_ROW)
         return;
     axes lay[2];
@@ -656,7 +673,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
         moved += ax[s].elems;
     }
     eb_perm alt;
-    engine_perm(&L->c, &lay[0], &lay[1], &alt);
+    engine_perm(p->dt, &L->c, &lay[0], &lay[1], &alt);
     if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
         return;
     p->ew = alt;
@@ -666,7 +683,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
             same = stride_of(&L->lay[s], lay[s].id[d]) == lay[s].stride[d];
         if (same && !p->prep[s])
             continue; /* already in the output's order */
-        make_xform(&ax[s], &lay[s], &sum[s], &p->xf[s]);
+        make_xform(p->dt, &ax[s], &lay[s], &sum[s], &p->xf[s]);
         p->prep[s] = 1;
         p->prep_elems[s] = lay[s].elems;
     }
@@ -761,7 +778,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     for (int s = 0; s < (b ? 2 : 1); s++) {
         p->prep[s] = best.prep[s];
         if (p->prep[s]) {
-            make_xform(&ax[s], &best.lay[s], &sum[s], &p->xf[s]);
+            make_xform(p->dt, &ax[s], &best.lay[s], &sum[s], &p->xf[s]);
             p->prep_elems[s] = best.lay[s].elems;
         }
     }
@@ -781,12 +798,12 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     const axes *kc = p->post ? &best.tmp : &best.c;
     if (p->post) {
         group none = {0};
-        make_xform(&best.tmp, &best.c, &none, &p->xf_post);
+        make_xform(p->dt, &best.tmp, &best.c, &none, &p->xf_post);
         p->tmp_elems = best.tmp.elems;
     }
     if (p->kind == EB_KIND_COPY) {
         /* The prep xform writes the output directly. */
-        make_xform(&ax[0], &best.c, &sum[0], &p->xf[0]);
+        make_xform(p->dt, &ax[0], &best.c, &sum[0], &p->xf[0]);
         p->prep[0] = 0;
         p->prep_elems[0] = 0;
         p->post = 0;
