@@ -197,7 +197,10 @@ typedef struct {
 } layout;
 
 /* Is the dot product of kind DOT a BLAS call (every dtype but float64,
- * whose own kernel takes any stride)? */
+ * whose own kernel takes any stride)? Its operands must then have unit
+ * stride: OpenBLAS 0.3.21's Haswell cdotu/zdotu kernels read one element
+ * past the last one of a strided vector (valgrind memcheck; contiguous
+ * vectors are read exactly), so strided operands are prepared first. */
 static int blas_dot(const eb_plan *p)
 {
     return p->kind == EB_KIND_DOT && p->dt != EB_F64;
@@ -207,7 +210,9 @@ static int kind_ok_a(eb_kind kind, const eb_plan *p, int64_t sam, int64_t sak)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->N == 1))
         return blas_matrix(p->M, p->K, sam, sak);
-    if (kind == EB_KIND_GEMV || blas_dot(p))
+    if (blas_dot(p))
+        return sak == 1;
+    if (kind == EB_KIND_GEMV)
         return blas_vector(p->K, sak);
     return 1;
 }
@@ -216,7 +221,9 @@ static int kind_ok_b(eb_kind kind, const eb_plan *p, int64_t sbk, int64_t sbn)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->M == 1))
         return blas_matrix(p->K, p->N, sbk, sbn);
-    if (kind == EB_KIND_GEMV || blas_dot(p))
+    if (blas_dot(p))
+        return sbk == 1;
+    if (kind == EB_KIND_GEMV)
         return blas_vector(p->K, sbk);
     return 1;
 }

@@ -122,8 +122,8 @@ static const case_t cases[] = {
     {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 1},
     {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
     {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
-    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", -1, -1},
-    {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", -1, -1},
+    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
+    {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
      * rows along it; operands small next to C (the first) are first
      * permuted into C's order, the others are read in tiles as they lie. */
@@ -171,6 +171,27 @@ static void test_cases(void)
                          d.plan.prep[0] + d.plan.prep[1], cases[c].prep);
         }
         eb_instance_destroy(inst);
+    }
+}
+
+/* The vector-batch form after a permutation is float64 code: a step of
+ * another dtype with that layout keeps its dtype and its other kernel. */
+static void test_vec_prep_dtype(void)
+{
+    /* "ijb,bjk->ikb" with ids i0 j1 k2 b3 */
+    int64_t size[4] = {20, 7, 3, 37};
+    int aid[3] = {0, 1, 3}, bid[3] = {3, 1, 2}, keep[3] = {0, 2, 3};
+    for (int d = 0; d < EB_DTYPE_COUNT; d++) {
+        eb_view a, b;
+        eb_view_compact(&a, NULL, aid, 3, size);
+        eb_view_compact(&b, NULL, bid, 3, size);
+        eb_plan p;
+        eb_error err;
+        EB_CHECK(eb_contract_plan(&a, &b, keep, 3, 1, size, (eb_dtype)d, &p,
+                                  &err) == EB_OK, "plan %d", d);
+        EB_CHECK(p.dt == (eb_dtype)d, "dtype %d kept (%d)", d, (int)p.dt);
+        EB_CHECK((p.kind == EB_KIND_VEC_GEMM) == (d == EB_F64),
+                 "dtype %d: kernel %s", d, eb_kind_name(p.kind));
     }
 }
 
@@ -248,6 +269,7 @@ static void test_random(void)
 
 int main(void)
 {
+    test_vec_prep_dtype();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and
