@@ -52,6 +52,15 @@ void eb_blas_gemv(eb_dtype dt, int trans, int64_t M, int64_t N, const void *a,
                   int64_t lda, const void *x, int64_t incx, void *y,
                   int64_t incy)
 {
+    if (trans && eb_dtype_is_complex(dt)) {
+        /* OpenBLAS 0.3.21's Haswell cgemv_n/zgemv_n (a row-major
+         * transposed GEMV) read up to 32 bytes past the matrix when the
+         * length of y is 2 mod 4 (valgrind memcheck, bare CBLAS calls
+         * too); the same product as a GEMM with one column reads exactly
+         * what it uses. */
+        eb_blas_gemm_dt(dt, 1, 0, M, 1, N, a, lda, x, incx, y, incy);
+        return;
+    }
     /* CBLAS takes the stored matrix's rows and columns. */
     blasint rows = (blasint)(trans ? N : M), cols = (blasint)(trans ? M : N);
     blasint la = (blasint)lda, ix = (blasint)incx, iy = (blasint)incy;

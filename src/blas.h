@@ -28,7 +28,8 @@ void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                   double *c, int64_t ldc);
 
 /* y[M] = op(A) x in dtype dt; A is [M][N] with lda (trans = 0) or [N][M]
- * (trans = 1), M being the length of y. */
+ * (trans = 1), M being the length of y. (A complex transposed GEMV is one
+ * ?gemm call with one column: OpenBLAS's c/zgemv_n read past A.) */
 void eb_blas_gemv(eb_dtype dt, int trans, int64_t M, int64_t N, const void *a,
                   int64_t lda, const void *x, int64_t incx, void *y,
                   int64_t incy);

@@ -524,12 +524,26 @@ static int64_t default_budget(void)
     return kib > 0 ? (int64_t)(kib * 1024.0 * 0.8) : INT64_MAX;
 }
 
+/* dir exists as a folder or is made, with its missing parents (mkdir -p). */
 static int ensure_dir(const char *dir)
 {
     struct stat sb;
     if (stat(dir, &sb) == 0)
         return S_ISDIR(sb.st_mode) ? 0 : -1;
-    return mkdir(dir, 0777);
+    char *parent = strdup(dir);
+    if (!parent)
+        return -1;
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    int rc = 0;
+    if (slash && slash != parent) {
+        *slash = '\0';
+        rc = ensure_dir(parent);
+    }
+    free(parent);
+    return rc ? rc : mkdir(dir, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 static int open_reporters(const cli_opts *c, eb_reporter *reps, int *n)
@@ -1054,8 +1068,6 @@ static int cmd_plan(const cmd_spec *cmd, int argc, char **argv,
     eb_status st = eb_load_instance(c.targets[0], &inst, &err);
     if (!st)
         eb_runner_apply_dtype(&c.run, inst);
-    if (!st && c.time)
-        st = eb_runner_dtype_check(inst, &err);
     if (!st)
         st = eb_load_find_paths(inst, c.run.paths, &ps, &err);
     rc = st ? EXIT_USAGE : 0;

@@ -28,6 +28,18 @@ enum { LOW_K = 16 };
  * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
 enum { SKINNY_MN = 21 };
 
+/* A GEMM with every side at most this and M and N multiples of 4 (whole
+ * vectors and register blocks of the own kernel) goes to the own kernel
+ * too: OpenBLAS's beta pass, packing and call cost are a large share of
+ * such a product (a 64^3 GEMM: 17.8% of its instructions are OpenBLAS's
+ * memset of C). One-thread minima of 300 interleaved runs, own / BLAS
+ * time over the four transpositions, three runs: 32^3 0.74-1.04, 48^3
+ * 0.79-1.00, 64^3 0.78-0.96; at 80^3 one transposition was 17% slower and
+ * odd sides (40 x 70 x 90) 8-26% slower, so those stay on BLAS. */
+#ifndef SMALL_SIDE
+#define SMALL_SIDE 64
+#endif
+
 /* ... unless its long side is past this: the lm networks' 12 x 13200 x
  * 144 steps ran at 11-12 GFLOP/s on the own kernel against 16 on BLAS
  * (plan --time, two interleaved rounds, 1 and 2 threads), gm_queen's
@@ -185,7 +197,10 @@ typedef struct {
 } layout;
 
 /* Is the dot product of kind DOT a BLAS call (every dtype but float64,
- * whose own kernel takes any stride)? */
+ * whose own kernel takes any stride)? Its operands must then have unit
+ * stride: OpenBLAS 0.3.21's Haswell cdotu/zdotu kernels read one element
+ * past the last one of a strided vector (valgrind memcheck; contiguous
+ * vectors are read exactly), so strided operands are prepared first. */
 static int blas_dot(const eb_plan *p)
 {
     return p->kind == EB_KIND_DOT && p->dt != EB_F64;
@@ -195,7 +210,9 @@ static int kind_ok_a(eb_kind kind, const eb_plan *p, int64_t sam, int64_t sak)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->N == 1))
         return blas_matrix(p->M, p->K, sam, sak);
-    if (kind == EB_KIND_GEMV || blas_dot(p))
+    if (blas_dot(p))
+        return sak == 1;
+    if (kind == EB_KIND_GEMV)
         return blas_vector(p->K, sak);
     return 1;
 }
@@ -204,7 +221,9 @@ static int kind_ok_b(eb_kind kind, const eb_plan *p, int64_t sbk, int64_t sbn)
 {
     if (kind == EB_KIND_GEMM || (kind == EB_KIND_GEMV && p->M == 1))
         return blas_matrix(p->K, p->N, sbk, sbn);
-    if (kind == EB_KIND_GEMV || blas_dot(p))
+    if (blas_dot(p))
+        return sbk == 1;
+    if (kind == EB_KIND_GEMV)
         return blas_vector(p->K, sbk);
     return 1;
 }
@@ -342,17 +361,21 @@ static eb_kind pick_kind(const eb_plan *p)
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
+    if (p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
+        p->M % 4 == 0 && p->N % 4 == 0)
+        return EB_KIND_SMALL_GEMM;
     if ((p->M < SKINNY_MN || p->N < SKINNY_MN) &&
         (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
 
-/* An xform from `in` into the compact layout `out`, summing `sum`. */
-static void make_xform(const axes *in, const axes *out, const group *sum,
-                       eb_xform *x)
+/* An xform of elements of dt from `in` into the compact layout `out`,
+ * summing `sum`. */
+static void make_xform(eb_dtype dt, const axes *in, const axes *out,
+                       const group *sum, eb_xform *x)
 {
-    x->dt = EB_F64; /* TODO(D1, issue 17): the plan's dtype */
+    x->dt = dt;
     x->rank = out->n;
     for (int d = 0; d < out->n; d++) {
         x->shape[d] = out->size[d];
@@ -484,6 +507,7 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
                 p->out_ids[p->out_rank++] = keep[k];
     }
     p->kind = EB_KIND_VEC_GEMM;
+    p->post = 0;
     p->out_elems = c.elems;
     p->tmp_elems = EB_VEC_WBLOCK * (p->M * p->K + p->K * p->N); /* packs */
     p->vw = label_size[w];
@@ -503,8 +527,117 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
-static void engine_perm(const axes *c, const axes *la, const axes *lb,
-                        eb_perm *ew)
+/* Matrices of at most this many multiply-adds per batch element may take
+ * the vector-batch form after permuting one operand (plan_vec_prep): on
+ * larger ones the own and BLAS kernels on compact matrices win despite
+ * the extra permutation. */
+enum { VEC_PREP_MAX_MNK = 1 << 15 };
+
+/* Is a batch label of x stored inside the span of its other labels? Then
+ * one small GEMM per batch element reads each of its rows from another
+ * cache line, in as many streams as the matrix has rows. */
+static int batch_inside(const axes *x, const group *gb)
+{
+    int64_t bmin = -1, omax = 0;
+    for (int q = 0; q < x->n; q++) {
+        if (find(gb->id, gb->n, x->id[q]) < 0)
+            omax = x->stride[q] > omax ? x->stride[q] : omax;
+        else if (bmin < 0 || x->stride[q] < bmin)
+            bmin = x->stride[q];
+    }
+    return bmin >= 0 && bmin < omax;
+}
+
+/* Elements a planned step (one small GEMM or BLAS call per batch element)
+ * moves, counting an operand read in place with its batch labels inside
+ * its rows as if it were moved: that costs as much (see batch_inside). */
+static int64_t batched_cost(const eb_plan *p, const axes *ax, const group *gb)
+{
+    int64_t cost = p->post ? p->out_elems : 0;
+    for (int s = 0; s < 2; s++) {
+        if (p->prep[s])
+            cost += p->prep_elems[s];
+        else if (p->nbatch > 1 && batch_inside(&ax[s], gb))
+            cost += ax[s].elems;
+    }
+    return cost;
+}
+
+/*
+ * The vector-batch form when a batch label w of at least VEC_MIN_W has
+ * unit stride in one operand only: the other operand is permuted (w moved
+ * innermost, its other labels in their order) and the step runs as
+ * EB_KIND_VEC_GEMM. This is the layout an eager step gets when one
+ * operand's canonical order ends with the batch label (say a token batch)
+ * and the other's does not: without it the step permutes the large
+ * operand, or both, or reads it in place one batch element at a time.
+ * Taken when the permuted operand has fewer elements than the plan p
+ * moves (batched_cost). Replaces p and returns 1 when taken.
+ */
+static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
+                         const group *gk, const group *gn, const int *nsum,
+                         const int *keep, int nkeep, int fixed_order,
+                         const int64_t *label_size, eb_plan *p)
+{
+    if (p->dt != EB_F64 || /* EB_KIND_VEC_GEMM is float64 code */
+        (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+         p->kind != EB_KIND_GEMV) ||
+        nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM ||
+        p->N > EB_VEC_MAX_DIM || p->K > EB_VEC_MAX_DIM ||
+        p->M * p->N * p->K > VEC_PREP_MAX_MNK)
+        return 0;
+    int w = -1, y = 0;
+    for (int q = 0; q < gb->n && w < 0; q++) {
+        int l = gb->id[q];
+        int u0 = stride_of(&ax[0], l) == 1, u1 = stride_of(&ax[1], l) == 1;
+        if (label_size[l] >= VEC_MIN_W && u0 != u1) {
+            w = l;
+            y = u0; /* the operand without unit stride */
+        }
+    }
+    if (w < 0 || ax[y].elems >= batched_cost(p, ax, gb))
+        return 0;
+    /* The other labels in their memory order (largest stride first), so
+     * that the permutation moves w alone. */
+    group g = {0};
+    for (int q = 0; q < ax[y].n; q++) {
+        int l = ax[y].id[q], at = g.n;
+        if (l == w)
+            continue;
+        while (at > 0 && stride_of(&ax[y], g.id[at - 1]) < ax[y].stride[q]) {
+            g.id[at] = g.id[at - 1];
+            at--;
+        }
+        g.id[at] = l;
+        g.n++;
+    }
+    g.id[g.n++] = w;
+    const group *one[1] = {&g};
+    axes lay[2] = {ax[0], ax[1]};
+    compact_axes(one, 1, label_size, &lay[y]);
+    eb_kind kind = p->kind;
+    int64_t nbatch = p->nbatch, M = p->M, N = p->N, K = p->K;
+    eb_dtype dt = p->dt;
+    memset(p, 0, offsetof(eb_plan, bshape));
+    p->dt = dt;
+    p->kind = kind;
+    p->nbatch = nbatch;
+    p->M = M;
+    p->N = N;
+    p->K = K;
+    if (!plan_vec(lay, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                  label_size, p))
+        return 0; /* not reached: lay has w with unit stride in both */
+    group none = {0};
+    make_xform(p->dt, &ax[y], &lay[y], &none, &p->xf[y]);
+    p->prep[y] = 1;
+    p->prep_elems[y] = lay[y].elems;
+    p->flops = (double)nbatch * (double)M * (double)N * (double)K * 2;
+    return 1;
+}
+
+static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
+                        const axes *lb, eb_perm *ew)
 {
     int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sa[EB_MAX_RANK],
         sb[EB_MAX_RANK];
@@ -514,7 +647,7 @@ static void engine_perm(const axes *c, const axes *la, const axes *lb,
         sa[d] = stride_of(la, c->id[d]);
         sb[d] = stride_of(lb, c->id[d]);
     }
-    eb_perm_plan(ew, c->n, shape, so, sa, sb);
+    eb_perm_plan_dt(ew, dt, c->n, shape, so, sa, sb);
 }
 
 /* Operands at most this fraction of the output are worth permuting into
@@ -532,7 +665,7 @@ enum { ENGINE_PREP_RATIO = 4 };
 static void plan_engine(const layout *L, const axes *ax, const group *sum,
                         const int64_t *label_size, eb_plan *p)
 {
-    engine_perm(&L->c, &L->lay[0], &L->lay[1], &p->ew);
+    engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
     if (p->ew.mode == EB_PERM_ROW)
         return;
     axes lay[2];
@@ -547,7 +680,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
         moved += ax[s].elems;
     }
     eb_perm alt;
-    engine_perm(&L->c, &lay[0], &lay[1], &alt);
+    engine_perm(p->dt, &L->c, &lay[0], &lay[1], &alt);
     if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
         return;
     p->ew = alt;
@@ -557,7 +690,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
             same = stride_of(&L->lay[s], lay[s].id[d]) == lay[s].stride[d];
         if (same && !p->prep[s])
             continue; /* already in the output's order */
-        make_xform(&ax[s], &lay[s], &sum[s], &p->xf[s]);
+        make_xform(p->dt, &ax[s], &lay[s], &sum[s], &p->xf[s]);
         p->prep[s] = 1;
         p->prep_elems[s] = lay[s].elems;
     }
@@ -652,7 +785,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     for (int s = 0; s < (b ? 2 : 1); s++) {
         p->prep[s] = best.prep[s];
         if (p->prep[s]) {
-            make_xform(&ax[s], &best.lay[s], &sum[s], &p->xf[s]);
+            make_xform(p->dt, &ax[s], &best.lay[s], &sum[s], &p->xf[s]);
             p->prep_elems[s] = best.lay[s].elems;
         }
     }
@@ -672,12 +805,12 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     const axes *kc = p->post ? &best.tmp : &best.c;
     if (p->post) {
         group none = {0};
-        make_xform(&best.tmp, &best.c, &none, &p->xf_post);
+        make_xform(p->dt, &best.tmp, &best.c, &none, &p->xf_post);
         p->tmp_elems = best.tmp.elems;
     }
     if (p->kind == EB_KIND_COPY) {
         /* The prep xform writes the output directly. */
-        make_xform(&ax[0], &best.c, &sum[0], &p->xf[0]);
+        make_xform(p->dt, &ax[0], &best.c, &sum[0], &p->xf[0]);
         p->prep[0] = 0;
         p->prep_elems[0] = 0;
         p->post = 0;
@@ -722,5 +855,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     fuse(kc, &o->n, label_size, &p->scn);
     if (skinny_to_blas(p))
         p->kind = EB_KIND_GEMM;
+    plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
+                  label_size, p);
     return EB_OK;
 }

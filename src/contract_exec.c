@@ -64,9 +64,12 @@ static void small_gemm(const eb_plan *p, int64_t M, int64_t N, const void *a,
 }
 
 /* One batch element of the main kernel. cnt may be NULL (a part of a
- * split run: its caller counts the BLAS calls). */
-static void kernel_one(const eb_plan *p, const void *a, const void *b,
-                       void *c, eb_exec_counters *cnt)
+ * split run: its caller counts the BLAS calls). Inlined into the loop over
+ * batch elements, as before dtypes (a call per element showed in the
+ * callgrind window of the lm instance: +0.08% instructions). */
+__attribute__((always_inline)) static inline void
+kernel_one(const eb_plan *p, const void *a, const void *b, void *c,
+           eb_exec_counters *cnt)
 {
     switch (p->kind) {
     case EB_KIND_DOT:
@@ -157,12 +160,15 @@ static int64_t row_count(const eb_plan *p)
  * wake-up of the team costs microseconds. */
 #define PARALLEL_MIN_WORK (1 << 16)
 
-/* Products below this many multiply-adds (about 50 us on one thread at
+/* Products below this many multiply-adds (about 13 us on one thread at
  * 20 G multiply-adds/s) are offered only to workers still spinning from
- * the previous job: waking a sleeping one takes 10-120 us (median 24 us,
- * team.c), about as long as the whole product, and costs the caller a
- * system call. */
-#define WAKE_MIN_WORK (1 << 20)
+ * the previous job. Waking a sleeping one costs the caller a system call
+ * (an empty job after 200 us idle: 3.3 us median, team.c) and the worker
+ * comes 10-120 us later (median 24 us): too late to help such a product,
+ * but it then spins for 50 us and takes its share of the steps that
+ * follow (166 of str_mps's 198 products have 2^18 to 2^20 multiply-adds:
+ * with 2^20 here they ran on one thread once the worker slept). */
+#define WAKE_MIN_WORK (1 << 18)
 
 /* Runs a product's job of nparts parts over the team (see WAKE_MIN_WORK). */
 static void team_product(eb_team *team, int nparts, eb_team_fn fn, void *j,

@@ -22,10 +22,12 @@
 #define GENERIC_RUN_BYTES 256
 #endif
 
-/* Side of a TILE4 tile: 128 bytes (16 x 16 doubles, 2 KiB per array, in
- * L1 together with the other arrays' tiles; 16 sub-tiles of 4 x 4). */
+/* Side of a TILE4 tile: 256 bytes (32 x 32 doubles, 8 KiB per array, in
+ * L1 together with the other arrays' tiles). Sides of 128 bytes (16 x 16
+ * doubles, as first chosen) were 7-25% slower on transposes of every
+ * dtype, 512 bytes mixed (docs/engine.md, "dtypes"). */
 #ifndef TILE_SIDE_BYTES
-#define TILE_SIDE_BYTES 128
+#define TILE_SIDE_BYTES 256
 #endif
 
 /* TILE4 needs both tile dims at least 64 bytes (8 doubles, two register
@@ -517,43 +519,49 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
 
 #undef EB_STORE
 
-/* Transpose the v x v block of kind k in r[0..v-1] (v = 32 / size): r[q]
- * held row q, afterwards it holds element q of every row. */
+/* Load the v x v block of kind k whose rows start at x + q * step (v = 32
+ * / size) transposed: afterwards r[q] holds element q of every row. */
 __attribute__((target("avx2"), always_inline)) static inline void
-vtranspose(const int k, __m256d *r)
+vload_t(const int k, const char *x, int64_t step, __m256d *r)
 {
     if (KIND_ES(k) == 16) {
-        __m256d t0 = _mm256_permute2f128_pd(r[0], r[1], 0x20);
-        r[1] = _mm256_permute2f128_pd(r[0], r[1], 0x31);
-        r[0] = t0;
+        __m256d a = vload(x), b = vload(x + step);
+        r[0] = _mm256_permute2f128_pd(a, b, 0x20);
+        r[1] = _mm256_permute2f128_pd(a, b, 0x31);
     } else if (KIND_ES(k) == 8) {
-        __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]);
-        __m256d t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]);
-        __m256d t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-        r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-        r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-        r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+        /* Row q's half h in the low lane, row q + 2's in the high one (the
+         * loads cross the lanes), then one unpack per output row. */
+        for (int h = 0; h < 2; h++) {
+            __m256d a[2];
+            for (int q = 0; q < 2; q++)
+                a[q] = _mm256_insertf128_pd(
+                    _mm256_castpd128_pd256(_mm_loadu_pd(
+                        (const double *)(x + q * step) + 2 * h)),
+                    _mm_loadu_pd((const double *)(x + (q + 2) * step) + 2 * h),
+                    1);
+            r[2 * h] = _mm256_unpacklo_pd(a[0], a[1]);
+            r[2 * h + 1] = _mm256_unpackhi_pd(a[0], a[1]);
+        }
     } else {
-        __m256 t[8], u[8];
-        for (int q = 0; q < 8; q += 2) {
-            t[q] = _mm256_unpacklo_ps(_mm256_castpd_ps(r[q]),
-                                      _mm256_castpd_ps(r[q + 1]));
-            t[q + 1] = _mm256_unpackhi_ps(_mm256_castpd_ps(r[q]),
-                                          _mm256_castpd_ps(r[q + 1]));
-        }
-        for (int q = 0; q < 8; q += 4) {
-            u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
-            u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xee);
-            u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
-            u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xee);
-        }
-        for (int q = 0; q < 4; q++) {
-            r[q] = _mm256_castps_pd(_mm256_permute2f128_ps(u[q], u[q + 4],
-                                                           0x20));
-            r[q + 4] = _mm256_castps_pd(
-                _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
+        /* 8 x 8 floats: each register takes 4 floats of row q in its low
+         * lane and of row q + 4 in its high one (the loads do the lane
+         * crossing), then two in-lane 4 x 4 transposes. */
+        for (int h = 0; h < 2; h++) {
+            __m256 a[4];
+            for (int q = 0; q < 4; q++)
+                a[q] = _mm256_insertf128_ps(
+                    _mm256_castps128_ps256(_mm_loadu_ps(
+                        (const float *)(x + q * step) + 4 * h)),
+                    _mm_loadu_ps((const float *)(x + (q + 4) * step) + 4 * h),
+                    1);
+            __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]);
+            __m256 t1 = _mm256_unpackhi_ps(a[0], a[1]);
+            __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]);
+            __m256 t3 = _mm256_unpackhi_ps(a[2], a[3]);
+            r[4 * h] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0x44));
+            r[4 * h + 1] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0xee));
+            r[4 * h + 2] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0x44));
+            r[4 * h + 3] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0xee));
         }
     }
 }
@@ -574,9 +582,7 @@ load_other(const int k, const char *x, int64_t si, int64_t so, int how,
         for (int q = 0; q < v; q++)
             m[q] = vbcast(k, x + q * si);
     } else {
-        for (int q = 0; q < v; q++)
-            m[q] = vload(x + q * so);
-        vtranspose(k, m);
+        vload_t(k, x, so, m);
     }
 }
 
@@ -600,9 +606,7 @@ tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
     for (int64_t i = 0; i < niv; i += v)
         for (int64_t o = 0; o < nov; o += v) {
             __m256d r[8];
-            for (int q = 0; q < v; q++)
-                r[q] = vload(xt + (o + q) * st + i * es);
-            vtranspose(k, r);
+            vload_t(k, xt + o * st + i * es, st, r);
             if (nsrc == 2) {
                 __m256d m[8];
                 load_other(k, xo + i * xi + o * xs, xi, xs, how, m);

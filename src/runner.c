@@ -119,27 +119,6 @@ void eb_runner_apply_dtype(const eb_run_opts *o, eb_instance *inst)
         inst->dt = o->dtype;
 }
 
-/* TODO(issue 17): the engine learns dtypes on branch dt-engine (src/
- * tensor.h, contract*, trace, eager); until that lands it would read any
- * other element type as float64, so only float64 runs. Delete this guard
- * (and its test in t_cli_errors, case dtype_not_yet) when it does. */
-static int engine_runs(eb_dtype dt)
-{
-    return dt == EB_F64;
-}
-
-eb_status eb_runner_dtype_check(const eb_instance *inst, eb_error *err)
-{
-    if (engine_runs(inst->dt))
-        return EB_OK;
-    int from_opt = strcmp(inst->dtype, eb_dtype_name(inst->dt)) != 0;
-    return eb_error_set(err, EB_ERR_UNSUPPORTED,
-                        "%s: dtype: %s%s does not run yet (this build's "
-                        "engine runs float64 only)", inst->file,
-                        eb_dtype_name(inst->dt),
-                        from_opt ? " (--dtype)" : "");
-}
-
 static void base_record(const eb_instance *inst, const eb_pathset *ps,
                         const eb_path *path, const eb_schedule *sched,
                         eb_mode mode, const eb_run_opts *o, char *digest,
@@ -613,10 +592,8 @@ static void run_instance(runner *r, const char *file)
     eb_checker *chk = NULL;
     eb_error err;
     eb_status st = eb_load_instance(file, &inst, &err);
-    if (!st) {
+    if (!st)
         eb_runner_apply_dtype(o, inst);
-        st = eb_runner_dtype_check(inst, &err);
-    }
     if (st == EB_ERR_UNSUPPORTED) {
         eb_instance_destroy(inst);
         if (r->pass != PASS_COUNT)

@@ -44,7 +44,7 @@ typedef struct {
     int instances;      /* instances that pass --filter and load */
     int measurements;   /* their selected strategies x modes */
     int errors;         /* targets that do not load (counted quietly) */
-    int skipped;        /* instances skipped (a dtype that does not run) */
+    int skipped;        /* instances skipped (valid, but unsupported) */
     char skip_msg[EB_ERROR_MSG_BYTES]; /* why the first was skipped */
     unsigned dtypes;    /* bit 1u << dt of every dtype they run in */
 } eb_selection;
@@ -61,10 +61,6 @@ typedef struct {
 
 /* The dtype an instance runs in: --dtype's, else its file's (inst->dt). */
 void eb_runner_apply_dtype(const eb_run_opts *o, eb_instance *inst);
-
-/* 0 when the engine runs inst->dt; otherwise EB_ERR_UNSUPPORTED with a
- * message naming the file and the dtype (the instance is skipped). */
-eb_status eb_runner_dtype_check(const eb_instance *inst, eb_error *err);
 
 /* Expand targets and count what they select, quietly; with list, print
  * one row per instance and strategy to stdout instead (sizes of the path)

@@ -64,6 +64,67 @@ static inline eb_instance *tu_instance(const char *fs,
     return tu_instance_dt(fs, size_of, arg, "float64");
 }
 
+/* Sizes from a spec "i=3,j=4" (labels not named: 2), for tu_instance. */
+typedef struct {
+    const char *sizes;
+} tu_sizes;
+
+static inline int64_t tu_spec_size(uint32_t cp, void *arg)
+{
+    const char *s = ((tu_sizes *)arg)->sizes;
+    for (const char *p = s; *p;) {
+        uint32_t c;
+        size_t u = eb_utf8_decode(p, strlen(p), &c);
+        if (c == cp && p[u] == '=')
+            return strtoll(p + u + 1, NULL, 10);
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return 2;
+}
+
+/* The path [0,1],[0,1],... for n operands (steps has n - 1 entries). */
+static inline void tu_seq_path(eb_path *p, eb_pair *steps, int n)
+{
+    p->strategy = "seq";
+    p->num_steps = n - 1;
+    p->steps = steps;
+    for (int s = 0; s < n - 1; s++)
+        steps[s] = (eb_pair){0, 1};
+}
+
+/* splitmix64 for the random tests. */
+static inline uint64_t tu_rng_next(uint64_t *s)
+{
+    *s += 0x9E3779B97F4A7C15ULL;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static inline int tu_rnd(uint64_t *s, int n)
+{
+    return (int)(tu_rng_next(s) % (uint64_t)n);
+}
+
+/* A random path over n operands into steps (n - 1 entries). */
+static inline void tu_random_path(uint64_t *s, int n, eb_pair *steps,
+                                  eb_path *path)
+{
+    *path = (eb_path){.strategy = "random", .num_steps = n - 1,
+                      .steps = steps};
+    for (int t = 0; t < n - 1; t++) {
+        int live = n - t;
+        int i = tu_rnd(s, live), j = tu_rnd(s, live - 1);
+        if (j >= i)
+            j++;
+        steps[t] = (eb_pair){i, j};
+    }
+}
+
 /* Elements of the instance's output. */
 static inline int64_t tu_output_elems(const eb_instance *inst)
 {

@@ -6,47 +6,24 @@
 #include "einsum_util.h"
 
 typedef struct {
-    const char *sizes; /* "i=3,j=4" */
-} size_spec;
-
-static int64_t spec_size(uint32_t cp, void *arg)
-{
-    const char *s = ((size_spec *)arg)->sizes;
-    for (const char *p = s; *p;) {
-        uint32_t c;
-        size_t u = eb_utf8_decode(p, strlen(p), &c);
-        if (c == cp && p[u] == '=')
-            return strtoll(p + u + 1, NULL, 10);
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return 2;
-}
-
-/* The path [0,1],[0,1],... for n operands. */
-static void seq_path(eb_path *p, eb_pair *steps, int n)
-{
-    p->strategy = "seq";
-    p->num_steps = n - 1;
-    p->steps = steps;
-    for (int s = 0; s < n - 1; s++)
-        steps[s] = (eb_pair){0, 1};
-}
-
-typedef struct {
     const char *fs, *sizes;
     eb_kind kind; /* expected kernel of the first step, or -1 */
     int prep;     /* expected operand preparations of the first step */
 } case_t;
 
 static const case_t cases[] = {
-    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,jk->ki", "i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,kj->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    /* All sides <= 64, M and N multiples of 4: the own kernel. */
+    {"ij,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,kj->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ik", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ji,kj->ki", "i=64,j=48,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ki", "i=64,j=33,k=40", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=64,j=48,k=42", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=3,i=40,j=33,k=30", EB_KIND_GEMM, 0},
     {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
@@ -65,7 +42,7 @@ static const case_t cases[] = {
     {",ij->ij", "i=3,j=4", EB_KIND_OUTER, 0},
     {",->", "", EB_KIND_MUL, 0},
     {"i,->i", "i=5", EB_KIND_OUTER, 0},
-    {"aij,jk->aik", "a=1,i=64,j=48,k=40", EB_KIND_GEMM, 0},
+    {"aij,jk->aik", "a=1,i=68,j=48,k=40", EB_KIND_GEMM, 0},
     {"ij,jk->ik", "i=1,j=1,k=1", EB_KIND_MUL, 0},
     {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
     {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
@@ -133,6 +110,20 @@ static const case_t cases[] = {
     {"ijb,jkb->ikb", "i=12,j=144,k=12,b=300", EB_KIND_VEC_GEMM, 0},
     {"ijb,jb->ib", "i=11,j=13,b=70", EB_KIND_VEC_GEMM, 0},
     {"ijb,jkb->ikb", "i=5,j=7,k=6,b=7", -1, -1},
+    /* ... and with unit stride in one operand only: the other (smaller
+     * than what the per-batch plan would move) is permuted to end with
+     * it first. A batch label in the middle of A, one at the end of B
+     * (eager's canonical orders on the lm networks), a batched GEMV,
+     * another batch dim, C with w not innermost; w below VEC_MIN_W and
+     * matrices past VEC_PREP_MAX_MNK stay with the other kernels. */
+    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=37", EB_KIND_VEC_GEMM, 1},
+    {"bY,JKYb->bJK", "b=53,Y=7,J=3,K=5", EB_KIND_VEC_GEMM, 1},
+    {"MkNbK,PkQKb->MNbPQ", "M=3,k=2,N=5,K=3,P=2,Q=3,b=41", EB_KIND_VEC_GEMM, 1},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 1},
+    {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
+    {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
+    {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
+    {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
      * rows along it; operands small next to C (the first) are first
      * permuted into C's order, the others are read in tiles as they lie. */
@@ -154,14 +145,14 @@ static const case_t cases[] = {
 static void test_cases(void)
 {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        size_spec sp = {cases[c].sizes};
-        eb_instance *inst = tu_instance(cases[c].fs, spec_size, &sp);
+        tu_sizes sp = {cases[c].sizes};
+        eb_instance *inst = tu_instance(cases[c].fs, tu_spec_size, &sp);
         EB_CHECK(inst != NULL, "%s builds", cases[c].fs);
         if (!inst)
             continue;
         eb_pair steps[8];
         eb_path path;
-        seq_path(&path, steps, inst->num_tensors);
+        tu_seq_path(&path, steps, inst->num_tensors);
         for (int m = 0; m < EB_MODE_COUNT; m++) {
             double e = tu_mode_vs_naive(inst, &path, 7 + c, (eb_mode)m, NULL);
             EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s) %s: rel err %g",
@@ -183,18 +174,28 @@ static void test_cases(void)
     }
 }
 
-/* ---- random differential ------------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s)
+/* The vector-batch form after a permutation is float64 code: a step of
+ * another dtype with that layout keeps its dtype and its other kernel. */
+static void test_vec_prep_dtype(void)
 {
-    *s += 0x9E3779B97F4A7C15ULL;
-    uint64_t z = *s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    /* "ijb,bjk->ikb" with ids i0 j1 k2 b3 */
+    int64_t size[4] = {20, 7, 3, 37};
+    int aid[3] = {0, 1, 3}, bid[3] = {3, 1, 2}, keep[3] = {0, 2, 3};
+    for (int d = 0; d < EB_DTYPE_COUNT; d++) {
+        eb_view a, b;
+        eb_view_compact(&a, NULL, aid, 3, size);
+        eb_view_compact(&b, NULL, bid, 3, size);
+        eb_plan p;
+        eb_error err;
+        EB_CHECK(eb_contract_plan(&a, &b, keep, 3, 1, size, (eb_dtype)d, &p,
+                                  &err) == EB_OK, "plan %d", d);
+        EB_CHECK(p.dt == (eb_dtype)d, "dtype %d kept (%d)", d, (int)p.dt);
+        EB_CHECK((p.kind == EB_KIND_VEC_GEMM) == (d == EB_F64),
+                 "dtype %d: kernel %s", d, eb_kind_name(p.kind));
+    }
 }
 
-static int rnd(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
+/* ---- random differential ------------------------------------------------ */
 
 typedef struct {
     int64_t size[16];
@@ -217,20 +218,20 @@ static int random_case(uint64_t *s, int idx)
                                       0x3B1, 0x3B2, 0x3B3, 0x416, 0xE9, '0',
                                       'Z', 0x10348};
     rand_sizes rs;
-    int nl = 1 + rnd(s, 9);
+    int nl = 1 + tu_rnd(s, 9);
     for (int k = 0; k < 16; k++) {
         rs.cp[k] = pool[(k + idx) % 16];
-        rs.size[k] = 1 + rnd(s, 6);
+        rs.size[k] = 1 + tu_rnd(s, 6);
     }
-    int n = 2 + rnd(s, 6);
+    int n = 2 + tu_rnd(s, 6);
     char fs[1024];
     size_t len = 0;
     int used[16] = {0};
     for (int k = 0; k < n; k++) {
-        int rank = rnd(s, 5);
+        int rank = tu_rnd(s, 5);
         for (int a = 0; a < rank; a++) {
             /* A few labels repeat inside one operand (diagonals). */
-            int l = rnd(s, nl);
+            int l = tu_rnd(s, nl);
             used[l] = 1;
             len += eb_utf8_encode(rs.cp[l], fs + len);
         }
@@ -238,21 +239,15 @@ static int random_case(uint64_t *s, int idx)
     }
     fs[len++] = '>';
     for (int l = 0; l < nl; l++)
-        if (used[l] && rnd(s, 3) == 0)
+        if (used[l] && tu_rnd(s, 3) == 0)
             len += eb_utf8_encode(rs.cp[l], fs + len);
     fs[len] = '\0';
     eb_instance *inst = tu_instance(fs, rand_size, &rs);
     if (!inst)
         return 0;
     eb_pair steps[8];
-    eb_path path = {.strategy = "random", .num_steps = n - 1, .steps = steps};
-    for (int t = 0; t < n - 1; t++) {
-        int live = n - t;
-        int i = rnd(s, live), j = rnd(s, live - 1);
-        if (j >= i)
-            j++;
-        steps[t] = (eb_pair){i, j};
-    }
+    eb_path path;
+    tu_random_path(s, n, steps, &path);
     for (int m = 0; m < EB_MODE_COUNT; m++) {
         double e = tu_mode_vs_naive(inst, &path, (uint64_t)idx, (eb_mode)m,
                                     NULL);
@@ -274,6 +269,7 @@ static void test_random(void)
 
 int main(void)
 {
+    test_vec_prep_dtype();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and

@@ -145,8 +145,8 @@ static void test_chains(eb_team **teams)
 static void test_lm_networks(eb_team **teams)
 {
     static const eb_lm_params params[] = {
-        {1, 3, 4, 9}, {2, 2, 3, 17}, {2, 3, 5, 11}, {3, 2, 3, 6},
-        {2, 4, 7, 100},
+        {1, 3, 4, 9, EB_F64}, {2, 2, 3, 17, EB_F64}, {2, 3, 5, 11, EB_F64},
+        {3, 2, 3, 6, EB_F64}, {2, 4, 7, 100, EB_F64},
     };
     int total_groups = 0;
     for (size_t k = 0; k < sizeof params / sizeof *params; k++) {

@@ -204,7 +204,7 @@ static void test_options(void)
 
 static eb_instance *sentence_3_12d(void)
 {
-    eb_lm_params prm = {2, 12, 11, 1100};
+    eb_lm_params prm = {2, 12, 11, 1100, EB_F64};
     eb_lm_network *net;
     eb_instance *inst = NULL;
     eb_error err;

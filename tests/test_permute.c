@@ -265,8 +265,8 @@ static void test_modes(void)
              "a long row is cut for the team (split %d block %lld)", p.split,
              (long long)p.block[0]);
     eb_perm_plan(&p, 2, shape, id, tr, NULL);
-    EB_CHECK(p.mode == EB_PERM_TILE4 && p.block[0] == 16 && p.block[1] == 16,
-             "a transpose runs in 16 x 16 tiles (mode %d)", p.mode);
+    EB_CHECK(p.mode == EB_PERM_TILE4 && p.block[0] == 32 && p.block[1] == 32,
+             "a transpose runs in 32 x 32 tiles (mode %d)", p.mode);
     eb_perm_plan(&p, 2, shape, id, bc, id);
     EB_CHECK(p.mode == EB_PERM_ROW, "a broadcast multiply is rows (mode %d)",
              p.mode);
@@ -277,13 +277,13 @@ static void test_modes(void)
     EB_CHECK(eb_perm_bytes(&p) == 27 * 16, "bytes %g", eb_perm_bytes(&p));
 }
 
-/* The plan's choices per dtype are in bytes: a transpose's tile is 128
- * bytes a side (32 floats, 16 doubles or complex64, 8 complex128), a long
+/* The plan's choices per dtype are in bytes: a transpose's tile is 256
+ * bytes a side (64 floats, 32 doubles or complex64, 16 complex128), a long
  * row is cut every 32 KiB, a copy merges into one row. */
 static void test_modes_dt(eb_dtype dt)
 {
     eb_perm p;
-    int64_t es = (int64_t)eb_dtype_size(dt), side = 128 / es;
+    int64_t es = (int64_t)eb_dtype_size(dt), side = 256 / es;
     int64_t shape[2] = {64, 64}, id[2] = {64, 1}, tr[2] = {1, 64};
     eb_perm_plan_dt(&p, dt, 2, shape, id, tr, NULL);
     EB_CHECK(p.dt == dt && p.mode == EB_PERM_TILE4 && p.block[0] == side &&
