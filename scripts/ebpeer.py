@@ -835,7 +835,8 @@ def print_table(records, run, out=sys.stdout):
     """The layout of the public suites' text logs, as `einsum-bench run`
     prints it (src/report.c): one section per mode and strategy starting
     "Mode: <mode> / Strategy: <strategy>", header lines without a
-    whitespace-separated number, the column line, rows ending in Median,
+    whitespace-separated number (a Dtype line as the tool's), the column
+    line, rows ending in Median,
     IQR and Compile (xRoofline is '-': a peer has no calibration), SKIP
     rows with words only, and footnotes starting with '*' and ending in
     words."""
@@ -851,6 +852,17 @@ def print_table(records, run, out=sys.stdout):
         out.write("Threads: threads=%d%s\n" % (run["threads"], env))
         out.write("Samples: warmup=%d, samples=%d, fill=%s, times in ms\n"
                   % (run["warmups"], run["samples"], run["fill"]))
+        # Records written before dtypes say none: float64.
+        dts = [(r.get("dtype") or "float64",
+                r.get("file_dtype") or r.get("dtype") or "float64")
+               for r in rows]
+        kinds = dict.fromkeys(dts)
+        mixed = len(kinds) > 1
+        dtype, file_dtype = next(iter(kinds))
+        out.write("Dtype: per instance (see the notes below)\n" if mixed else
+                  "Dtype: %s (--dtype; the files say %s)\n"
+                  % (dtype, file_dtype) if dtype != file_dtype else
+                  "Dtype: %s\n" % dtype)
         out.write("Roofline: no calibration in a peer, xRoofline not known\n")
         out.write("%-52s %7s %10s %8s %9s %12s %10s %12s\n"
                   % ("Instance", "Tensors", "log10FLOPS", "log2SIZE",
@@ -866,7 +878,11 @@ def print_table(records, run, out=sys.stdout):
                       % (head, "-", _fmt(r["median_ms"], ".3f"),
                          _fmt(r["iqr_ms"], ".3f"),
                          _fmt(r["compile_ms"], ".3f")))
-        for r in rows:
+        for r, (dtype, file_dtype) in zip(rows, dts):
+            if mixed:
+                out.write("* %s: measured in %s%s\n" % (
+                    r["instance"], dtype, "" if dtype == file_dtype
+                    else ", the file says " + file_dtype))
             if r["reused_from"]:
                 out.write("* %s: same path as %s, measured once and "
                           "reported for both\n"
