@@ -57,6 +57,13 @@ enum { ROW_BLOCK_BYTES = 32768 };
 #define STREAM_MIN_ROW_BYTES 4096
 #endif
 #define STREAM_MIN_BYTES (24.0 * 1024 * 1024)
+/* Also when the arrays of one execution, read and written, take more than
+ * STREAM_MIN_TOUCHED bytes (1.5x the last-level cache): the output's lines
+ * are evicted before anything reads them again, so writing them through
+ * the cache only adds the read of each line before its write. */
+#ifndef STREAM_MIN_TOUCHED
+#define STREAM_MIN_TOUCHED (48.0 * 1024 * 1024)
+#endif
 
 /* Below this many bytes written a job stays on one thread (waking the
  * team costs microseconds): 64 Ki doubles. */
@@ -274,8 +281,9 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     p->split = choose_split(p);
     p->stream = p->mode == EB_PERM_ROW &&
                 p->shape[p->rank - 1] >= elems_of(p, STREAM_MIN_ROW_BYTES) &&
-                (double)p->elems * (double)eb_dtype_size(dt) >
-                    STREAM_MIN_BYTES;
+                ((double)p->elems * (double)eb_dtype_size(dt) >
+                     STREAM_MIN_BYTES ||
+                 eb_perm_bytes(p) >= STREAM_MIN_TOUCHED);
 }
 
 void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,

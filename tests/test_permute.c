@@ -302,6 +302,20 @@ static void test_modes_dt(eb_dtype dt)
     EB_CHECK(eb_perm_bytes(&p) == 3.0 * (double)len * (double)es,
              "%s: bytes of a multiply %g", eb_dtype_name(dt),
              eb_perm_bytes(&p));
+    /* Non-temporal stores by bytes, the same in every dtype: a multiply
+     * touching 48 MiB (each array 16 MiB) streams, one touching 24 MiB
+     * does not; a copy with a 32 MiB output streams. */
+    int64_t big = (16 << 20) / es, small = (8 << 20) / es, copy = (32 << 20) / es;
+    eb_perm_plan_dt(&p, dt, 1, &big, &one, &one, &one);
+    EB_CHECK(p.mode == EB_PERM_ROW && p.stream == 1,
+             "%s: a multiply touching 48 MiB streams (stream %d)",
+             eb_dtype_name(dt), p.stream);
+    eb_perm_plan_dt(&p, dt, 1, &small, &one, &one, &one);
+    EB_CHECK(p.stream == 0, "%s: a multiply touching 24 MiB does not "
+             "stream (stream %d)", eb_dtype_name(dt), p.stream);
+    eb_perm_plan_dt(&p, dt, 1, &copy, &one, &one, NULL);
+    EB_CHECK(p.stream == 1, "%s: a 32 MiB copy streams (stream %d)",
+             eb_dtype_name(dt), p.stream);
 }
 
 /* TILE4 multiplies: out row-major, x0 transposed (the tile's source),
