@@ -648,6 +648,20 @@ int64_t eb_xform_out_elems(const eb_xform *x)
     return n;
 }
 
+/* The reduced dims' odometer: advance idx (and the offset *off) to the
+ * next reduced element; 0 when every one has been visited. */
+static inline int red_next(const eb_xform *x, int64_t *idx, int64_t *off)
+{
+    for (int e = x->red_rank - 1; e >= 0; e--) {
+        *off += x->red_stride[e];
+        if (++idx[e] < x->red_shape[e])
+            return 1;
+        *off -= x->red_stride[e] * x->red_shape[e];
+        idx[e] = 0;
+    }
+    return 0;
+}
+
 /* Sum over the reduced dims of in (offset base) into one row of out. */
 static void eb_kern_reduce_row(const eb_xform *x, const double *in, int64_t n,
                        int64_t s, double *restrict out)
@@ -657,15 +671,7 @@ static void eb_kern_reduce_row(const eb_xform *x, const double *in, int64_t n,
     for (int64_t j = 0; j < n; j++)
         out[j] = in[j * s];
     for (;;) {
-        int e = x->red_rank - 1;
-        for (; e >= 0; e--) {
-            off += x->red_stride[e];
-            if (++idx[e] < x->red_shape[e])
-                break;
-            off -= x->red_stride[e] * x->red_shape[e];
-            idx[e] = 0;
-        }
-        if (e < 0)
+        if (!red_next(x, idx, &off))
             return;
         const double *p = in + off;
         for (int64_t j = 0; j < n; j++)
@@ -701,15 +707,7 @@ reduce_row_dt(const eb_xform *x, const void *in, int64_t n, int64_t s,
                     double v = f32 ? (double)inf[q] : ind[q];
                     acc[j * nc + c] = first ? v : acc[j * nc + c] + v;
                 }
-            int e = x->red_rank - 1;
-            for (; e >= 0; e--) {
-                off += x->red_stride[e];
-                if (++idx[e] < x->red_shape[e])
-                    break;
-                off -= x->red_stride[e] * x->red_shape[e];
-                idx[e] = 0;
-            }
-            if (e < 0)
+            if (!red_next(x, idx, &off))
                 break;
         }
         for (int64_t q = 0; q < m * nc; q++) {
