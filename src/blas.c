@@ -40,14 +40,6 @@ void eb_blas_gemm_dt(eb_dtype dt, int trans_a, int trans_b, int64_t M,
     }
 }
 
-void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                  const double *a, int64_t lda, const double *b, int64_t ldb,
-                  double *c, int64_t ldc)
-{
-    eb_blas_gemm_dt(EB_F64, trans_a, trans_b, M, N, K, a, lda, b, ldb, c,
-                    ldc);
-}
-
 void eb_blas_gemv(eb_dtype dt, int trans, int64_t M, int64_t N, const void *a,
                   int64_t lda, const void *x, int64_t incx, void *y,
                   int64_t incy)

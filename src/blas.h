@@ -22,11 +22,6 @@ void eb_blas_gemm_dt(eb_dtype dt, int trans_a, int trans_b, int64_t M,
                      int64_t N, int64_t K, const void *a, int64_t lda,
                      const void *b, int64_t ldb, void *c, int64_t ldc);
 
-/* eb_blas_gemm_dt in float64. */
-void eb_blas_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                  const double *a, int64_t lda, const double *b, int64_t ldb,
-                  double *c, int64_t ldc);
-
 /* y[M] = op(A) x in dtype dt; A is [M][N] with lda (trans = 0) or [N][M]
  * (trans = 1), M being the length of y. (A complex transposed GEMV is one
  * ?gemm call with one column: OpenBLAS's c/zgemv_n read past A.) */
