@@ -1128,11 +1128,12 @@ static int cmd_calibrate(const cmd_spec *cmd, int argc, char **argv,
     static const char gemm[EB_DTYPE_COUNT] = {'d', 's', 'z', 'c'};
     for (int dt = 0; dt < EB_DTYPE_COUNT; dt++)
         printf("F   %8.2f GFLOP/s  %-10s  cblas_%cgemm 1024^3, 2 * 1024^3 "
-               "flops per call, best of 3 (OpenBLAS %s, %d thread%s)\n",
+               "flops per call, best of 5 (OpenBLAS %s, %d thread%s)\n",
                cal.rates.gflops[dt], eb_dtype_name((eb_dtype)dt), gemm[dt],
                sys.blas_core, cal.threads, cal.threads == 1 ? "" : "s");
     printf("BW  %8.2f GB/s     c[i] = a[i] * b[i] over 3 x 32 MiB, bytes "
-           "read + written, best of 5\n", cal.rates.gbs);
+           "read + written, best of 10 + 10 passes (ordinary, non-temporal "
+           "stores)\n", cal.rates.gbs);
     printf("%s%s (%.0f ms)\n", cal.file[0] ? "cached in " : "not cached",
            cal.file, (double)(eb_now_ns() - t0) / 1e6);
     return 0;
