@@ -599,35 +599,60 @@ def run_record(backend, args, argv):
 # Measurement
 
 
-def measure(backend, plan, tensors, warmup, samples):
+def measure(backend, plan, tensors, warmup, samples, progress=None):
     """Warmups, then timed samples of the whole path.
 
     The clock (CLOCK_MONOTONIC) brackets one run_plan call; minor page
     faults (getrusage, all threads) are read around the same interval. The
     output is dropped after the clock stops. Python's cyclic GC is off while
     sampling so that it cannot land in a sample (arrays are freed by
-    reference counting regardless).
+    reference counting regardless). `progress(event)`, when given, is
+    called with "start" before and "end" after every run, warmups included.
     """
     clock = time.CLOCK_MONOTONIC
     einsum = backend.einsum
+    note = progress or (lambda event: None)
     for _ in range(warmup):
+        note("start")
         run_plan(plan, tensors, einsum)
+        note("end")
     gc.collect()
     gc.disable()
     times, faults, out = [], [], None
     try:
         for _ in range(samples):
             out = None
+            note("start")
             f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t0 = time.clock_gettime_ns(clock)
             out = run_plan(plan, tensors, einsum)
             t1 = time.clock_gettime_ns(clock)
             f1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            note("end")
             times.append(t1 - t0)
             faults.append(f1 - f0)
     finally:
         gc.enable()
     return times, faults, out
+
+
+class ProgressFile:
+    """--progress FILE: a line "start NS" or "end NS" (CLOCK_MONOTONIC, the
+    machine's clock) written and flushed around every run, so that a
+    caller that stops the process on a time limit knows how long each run
+    took and how long the unfinished one had been running."""
+
+    def __init__(self, path):
+        self.f = open(path, "a", buffering=1) if path else None
+
+    def __call__(self, event):
+        if self.f:
+            self.f.write("%s %d\n" % (event, time.clock_gettime_ns(
+                time.CLOCK_MONOTONIC)))
+
+    def close(self):
+        if self.f:
+            self.f.close()
 
 
 def run_dtype(inst, args):
@@ -690,7 +715,7 @@ def measure_one(backend, plan, tensors, args, rec):
     """Fill rec with the measurement of one path; returns the output."""
     try:
         times, faults, out = measure(backend, plan, tensors, args.warmup,
-                                     args.samples)
+                                     args.samples, args.progress_file)
     except (MemoryError, RuntimeError, ValueError) as e:
         rec.update(status="error", error="%s: %s" % (type(e).__name__, e))
         return None
@@ -953,6 +978,10 @@ def parser(prog, description):
                    help="write DIR/<instance>.<strategy>.<mode>.npy")
     p.add_argument("--json", metavar="FILE",
                    help="JSON-lines records to FILE ('-': stdout, no table)")
+    p.add_argument("--progress", metavar="FILE",
+                   help="append 'start NS' / 'end NS' (CLOCK_MONOTONIC) "
+                        "around every run to FILE, for a caller that stops "
+                        "this process on a time limit (scripts/bench)")
     return p
 
 
@@ -985,6 +1014,10 @@ def main(argv, backend_class, prog, description):
     os.environ.update(thread_env(args.threads))
     warn = lambda msg: print("%s: %s" % (prog, msg), file=sys.stderr)
     backend = backend_class(args.threads)
+    try:
+        args.progress_file = ProgressFile(args.progress)
+    except OSError as e:
+        p.error("--progress: %s: %s" % (args.progress, e.strerror))
     sink = RecordSink(args.json)
     run = run_record(backend, args, [prog] + list(argv))
     sink.write(run)
@@ -1001,6 +1034,7 @@ def main(argv, backend_class, prog, description):
             warn(str(e))
             status = 2
     sink.close()
+    args.progress_file.close()
     meas = [r for r in sink.records if r["type"] == "measurement"]
     if any(r["status"] == "error" for r in meas):
         status = max(status, 1)
