@@ -43,6 +43,17 @@ enum { TILE4_MIN_BYTES = 64 };
 #define TABLE_MAX 2048
 #endif
 
+/* A RUNS run holds at most this many elements (less than four times
+ * TILE_SIDE_BYTES of float32, by how choose_runs grows it). */
+#ifndef RUN_BYTES
+#define RUN_BYTES 1024
+#endif
+enum { RUN_MAX = 4 * RUN_BYTES / 4 };
+
+/* RUNS tiles repeat over out's next whole dims up to REP_BYTES (16 KiB
+ * of out, in L1 with the source's rows), REP_MAX times at most. */
+enum { REP_BYTES = 16384, REP_MAX = 256 };
+
 /* Long rows are cut into pieces of 32 KiB of out: nothing is lost per
  * piece, and the team can split a single row (an elementwise multiply of
  * two compact arrays is one row). */
@@ -82,7 +93,7 @@ enum { K_CP4, K_CP8, K_CP16, K_MF32, K_MF64, K_MC64, K_MC128, K_COUNT };
 
 static int perm_kind(const eb_perm *p)
 {
-    size_t es = eb_dtype_size(p->dt);
+    int es = p->es;
     if (p->nsrc == 1)
         return es == 4 ? K_CP4 : es == 16 ? K_CP16 : K_CP8;
     switch (p->dt) {
@@ -96,7 +107,7 @@ static int perm_kind(const eb_perm *p)
 /* A size in bytes as elements of the plan's dtype (at least 1). */
 static int64_t elems_of(const eb_perm *p, int64_t bytes)
 {
-    int64_t n = bytes / (int64_t)eb_dtype_size(p->dt);
+    int64_t n = bytes / p->es;
     return n > 0 ? n : 1;
 }
 
@@ -192,6 +203,85 @@ static void grow_tile(eb_perm *p, int s)
     }
 }
 
+/* A one-source plan whose innermost dim is unit-stride in both arrays and
+ * holds 8 or 16 bytes (2 doubles, 2 or 4 floats) moves it as one element
+ * of that size: the dims around it then form the tile (RUNS can transpose
+ * pairs of doubles as 16-byte elements where 2-element rows would be too
+ * short for any vector kernel). */
+static void widen(eb_perm *p)
+{
+    int last = p->rank - 1;
+    if (p->nsrc != 1 || last < 1 || p->stride[0][last] != 1 ||
+        p->stride[1][last] != 1)
+        return;
+    int64_t n = p->shape[last], bytes = n * p->es;
+    if (bytes != 8 && bytes != 16)
+        return;
+    for (int d = 0; d < last; d++)
+        if (p->stride[0][d] % n || p->stride[1][d] % n)
+            return;
+    for (int d = 0; d < last; d++) {
+        p->stride[0][d] /= n;
+        p->stride[1][d] /= n;
+    }
+    p->es = (int)bytes;
+    p->rank = last;
+}
+
+/* RUNS: x0's dims contiguous from its unit stride up, until they hold
+ * TILE_SIDE_BYTES (the last one in part), form the run; out's innermost
+ * dim the other side of the tile. 0 if the run is shorter than a vector
+ * or out's innermost dim is. */
+static int choose_runs(eb_perm *p)
+{
+    int r = p->rank, dout = r - 1;
+    int64_t v = elems_of(p, 32), want = elems_of(p, RUN_BYTES);
+    if (p->nsrc != 1 || r < 2 || p->stride[0][dout] != 1 ||
+        p->shape[dout] < v || p->stride[1][dout] == 1)
+        return 0;
+    int64_t run = 1;
+    int n = 0;
+    while (run < want) {
+        int d = -1;
+        for (int e = 0; e < r; e++)
+            if (e != dout && p->block[e] == 1 && p->stride[1][e] == run)
+                d = e;
+        if (d < 0)
+            break;
+        int64_t need = (want + run - 1) / run;
+        int64_t b = p->shape[d] <= 2 * need ? p->shape[d] : need;
+        p->block[d] = b;
+        p->run[n++] = d;
+        run *= b;
+        if (b < p->shape[d])
+            break;
+    }
+    if (run < v || run > RUN_MAX) {
+        for (int k = 0; k < n; k++)
+            p->block[p->run[k]] = 1;
+        return 0;
+    }
+    p->nrun = n;
+    int64_t side = elems_of(p, TILE_SIDE_BYTES);
+    p->block[dout] = p->shape[dout] <= 2 * side ? p->shape[dout] : side;
+    p->mode = EB_PERM_RUNS;
+    /* Short dims next to out's innermost (2s, 4s, 8s) would make tiles of
+     * a few hundred bytes, each a pass of the loop nest: the tile repeats
+     * over them whole, from a table of offsets, up to REP_BYTES. */
+    int64_t tile = tile_elems(p), most = elems_of(p, REP_BYTES), reps = 1;
+    for (int d = r - 2; d >= 0; d--) {
+        if (p->block[d] > 1)
+            continue;
+        if (tile * p->shape[d] > most || reps * p->shape[d] > REP_MAX)
+            break;
+        p->block[d] = p->shape[d];
+        p->rep[p->nrep++] = d;
+        tile *= p->shape[d];
+        reps *= p->shape[d];
+    }
+    return 1;
+}
+
 /* Can the non-transposed source o be loaded in 4 x 4 blocks of (di, do)
  * with whole runs: along do, constant along do, or along di? */
 static int tile4_other_ok(const eb_perm *p, int o, int di, int dout)
@@ -235,6 +325,8 @@ static void choose_mode(eb_perm *p)
         p->block[dout] = p->shape[dout] < side ? p->shape[dout] : side;
         return;
     }
+    if (choose_runs(p))
+        return;
     p->mode = EB_PERM_GENERIC;
     for (int s = 0; s <= p->nsrc; s++)
         grow_tile(p, s);
@@ -265,10 +357,12 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     static const int64_t zeros[EB_MAX_RANK];
     memset(p, 0, sizeof *p);
     p->dt = dt;
+    p->es = (int)eb_dtype_size(dt);
     p->nsrc = x1_stride ? 2 : 1;
     const int64_t *st[3] = {out_stride, x0_stride,
                             x1_stride ? x1_stride : zeros};
     simplify(p, rank, shape, st);
+    widen(p);
     p->elems = 1;
     for (int d = 0; d < p->rank; d++)
         p->elems *= p->shape[d];
@@ -281,7 +375,7 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     p->split = choose_split(p);
     p->stream = p->mode == EB_PERM_ROW &&
                 p->shape[p->rank - 1] >= elems_of(p, STREAM_MIN_ROW_BYTES) &&
-                ((double)p->elems * (double)eb_dtype_size(dt) >
+                ((double)p->elems * p->es >
                      STREAM_MIN_BYTES ||
                  eb_perm_bytes(p) >= STREAM_MIN_TOUCHED);
 }
@@ -295,7 +389,7 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
 
 double eb_perm_bytes(const eb_perm *p)
 {
-    double es = (double)eb_dtype_size(p->dt);
+    double es = p->es;
     double bytes = (double)p->elems * es;
     for (int s = 1; s <= p->nsrc; s++) {
         double n = es;
@@ -631,12 +725,45 @@ tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
                  xo + i * xi + o * xs);
 }
 
+/* A RUNS tile of nq x no elements of kind k (a copy): x's run (nq
+ * contiguous elements, whose places in out are oq[]) times out's
+ * innermost dim (no elements, stride sx in x). Each v x v block is loaded
+ * along the run, transposed in registers and stored along out's dim; the
+ * run's last nq % v elements and out's last no % v are scalar. */
+__attribute__((target("avx2"), always_inline)) static inline void
+runs_body(int64_t nq, const int64_t *oq, int64_t no, const char *x,
+          int64_t sx, char *out, const int k)
+{
+    const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
+    int64_t nqv = nq / v * v, nov = no / v * v;
+    sx *= es;
+    for (int64_t o = 0; o < nov; o += v) {
+        const char *xo = x + o * sx;
+        for (int64_t q = 0; q < nqv; q += v) {
+            __m256d r[8];
+            vload_t(k, xo + q * es, sx, r);
+            for (int c = 0; c < v; c++)
+                _mm256_storeu_pd((double *)(out + (oq[q + c] + o) * es),
+                                 r[c]);
+        }
+        for (int64_t q = nqv; q < nq; q++)
+            for (int64_t c = 0; c < v; c++)
+                elem(k, out + (oq[q] + o + c) * es, xo + c * sx + q * es,
+                     NULL);
+    }
+    for (int64_t o = nov; o < no; o++)
+        for (int64_t q = 0; q < nq; q++)
+            elem(k, out + (oq[q] + o) * es, x + o * sx + q * es, NULL);
+}
+
 /* The vector kernels of each kind, called through tables by kind. */
 typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
                     int64_t s1, char *out);
 typedef void tile_fn(int64_t ni, int64_t no, const char *xt, int64_t st,
                      const char *xo, int64_t xi, int64_t xs, char *out,
                      int64_t oi);
+typedef void runs_fn(int64_t nq, const int64_t *oq, int64_t no,
+                     const char *x, int64_t sx, char *out);
 
 #define EB_VEC_KERNELS(K)                                                   \
     __attribute__((target("avx2"))) static void eb_kern_perm_row_avx2_##K(  \
@@ -667,6 +794,18 @@ EB_VEC_KERNELS(K_MC64)
 EB_VEC_KERNELS(K_MC128)
 #undef EB_VEC_KERNELS
 
+#define EB_RUNS_KERNEL(K)                                                   \
+    __attribute__((target("avx2"))) static void eb_kern_perm_runs_avx2_##K( \
+        int64_t nq, const int64_t *oq, int64_t no, const char *x,           \
+        int64_t sx, char *out)                                              \
+    {                                                                       \
+        runs_body(nq, oq, no, x, sx, out, K);                               \
+    }
+EB_RUNS_KERNEL(K_CP4)
+EB_RUNS_KERNEL(K_CP8)
+EB_RUNS_KERNEL(K_CP16)
+#undef EB_RUNS_KERNEL
+
 #define EB_BY_KIND(pre)                                                     \
     {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
      pre##K_MC64, pre##K_MC128}
@@ -674,6 +813,44 @@ static row_fn *const row_fns[2][K_COUNT] = {
     EB_BY_KIND(eb_kern_perm_row_avx2_),
     EB_BY_KIND(eb_kern_perm_row_stream_avx2_)};
 static tile_fn *const tile_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_tile4_avx2_);
+/* Copies only (RUNS plans have one source). */
+static runs_fn *const runs_fns[K_COUNT] = {
+    eb_kern_perm_runs_avx2_K_CP4, eb_kern_perm_runs_avx2_K_CP8,
+    eb_kern_perm_runs_avx2_K_CP16};
+
+/* The offsets in out (oo) and x0 (ox) of a RUNS tile's repeats; returns
+ * their count. */
+static int64_t rep_offsets(const eb_perm *p, int64_t *oo, int64_t *ox)
+{
+    int64_t n = 1;
+    oo[0] = ox[0] = 0;
+    for (int k = 0; k < p->nrep; k++) {
+        int d = p->rep[k];
+        for (int64_t i = 1; i < p->shape[d]; i++)
+            for (int64_t e = 0; e < n; e++) {
+                oo[i * n + e] = oo[e] + i * p->stride[0][d];
+                ox[i * n + e] = ox[e] + i * p->stride[1][d];
+            }
+        n *= p->shape[d];
+    }
+    return n;
+}
+
+/* Out's offsets of the elements of a RUNS tile's run (extents ext[]),
+ * in x0's order; returns their count. */
+static int64_t run_offsets(const eb_perm *p, const int64_t *ext, int64_t *oq)
+{
+    int64_t n = 1;
+    oq[0] = 0;
+    for (int k = 0; k < p->nrun; k++) {
+        int d = p->run[k];
+        for (int64_t i = 1; i < ext[d]; i++)
+            for (int64_t e = 0; e < n; e++)
+                oq[i * n + e] = oq[e] + i * p->stride[0][d];
+        n *= ext[d];
+    }
+    return n;
+}
 
 /* ---- execution ---------------------------------------------------------- */
 
@@ -742,6 +919,10 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
               (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
     int tile4 = avx2 && p->mode == EB_PERM_TILE4;
+    int runs = avx2 && p->mode == EB_PERM_RUNS;
+    int64_t oq[RUN_MAX], nq = 0, qext = -1, oo[REP_MAX], ox[REP_MAX];
+    int64_t nrep = runs ? rep_offsets(p, oo, ox) : 0;
+    int lr = runs ? p->run[p->nrun - 1] : 0;
     int t = p->tsrc, o = 3 - t, di = p->di;
     for (;;) {
         const char *a = x0 + off[1] * es, *b = x1 + off[2] * es;
@@ -754,7 +935,15 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         else if (row)
             row_fns[p->stream][k](ext[last], a, p->stride[1][last], b,
                                   p->stride[2][last], w);
-        else if (tile4)
+        else if (runs) {
+            if (ext[lr] != qext) { /* only the last run dim has edges */
+                nq = run_offsets(p, ext, oq);
+                qext = ext[lr];
+            }
+            for (int64_t e = 0; e < nrep; e++)
+                runs_fns[k](nq, oq, ext[last], a + ox[e] * es,
+                            p->stride[1][last], w + oo[e] * es);
+        } else if (tile4)
             tile_fns[k](ext[di], ext[last], t == 1 ? a : b,
                         p->stride[t][last], t == 1 ? b : a, p->stride[o][di],
                         p->stride[o][last], w, p->stride[0][di]);
@@ -851,7 +1040,7 @@ void eb_perm_exec(const eb_perm *p, const void *x0, const void *x1,
     }
     perm_job j = {.p = p, .nest = nests[k], .x0 = x0, .x1 = x1, .out = out};
     if (eb_team_size(team) > 1 && p->split >= 0 &&
-        p->elems * (int64_t)eb_dtype_size(p->dt) >=
+        p->elems * p->es >=
             PERM_PARALLEL_MIN_BYTES) {
         eb_team_run(team, perm_part, &j);
         return;

@@ -21,6 +21,12 @@
  *          those two dims, moved by AVX2 transposes of 32-byte rows in
  *          registers (4 x 4 doubles or complex64, 8 x 8 floats, 2 x 2
  *          complex128);
+ *   RUNS:  one source whose innermost dims, merged into a run of up to
+ *          256 bytes contiguous in x0, are not out's innermost dim (of at
+ *          least 32 bytes): tiles of (x0's run) x (out's innermost dim),
+ *          moved by the same register transposes, each transposed row
+ *          stored at its place in out from a table of the run's offsets
+ *          (short dims such as 3 x 3 or 2 x 8 need not be one dim);
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
  *          spanning each array's innermost dims until each has >= 256
  *          bytes, walked by scalar loops.
@@ -44,7 +50,12 @@
 
 struct eb_team;
 
-typedef enum { EB_PERM_ROW, EB_PERM_TILE4, EB_PERM_GENERIC } eb_perm_mode;
+typedef enum {
+    EB_PERM_ROW,
+    EB_PERM_TILE4,
+    EB_PERM_GENERIC,
+    EB_PERM_RUNS
+} eb_perm_mode;
 
 typedef struct {
     eb_dtype dt;                    /* element type (0: float64) */
@@ -56,7 +67,15 @@ typedef struct {
     int split;                      /* dim the team splits (-1: none) */
     int stream;                     /* ROW: non-temporal stores */
     int scalar;                     /* 1: scalar kernels only (tests) */
-    int64_t elems;                  /* elements written */
+    int es;                         /* bytes of an element as moved: the
+                                     * dtype's, or 2-4 times it when a
+                                     * short innermost dim shared by out
+                                     * and x0 moves as one element */
+    int nrun;                       /* RUNS: x0's run dims, fastest */
+    int run[EB_MAX_RANK];           /*   first */
+    int nrep;                       /* RUNS: out's next dims, whole in */
+    int rep[EB_MAX_RANK];           /*   the tile (run tiles repeated) */
+    int64_t elems;                  /* elements (of es bytes) written */
     int64_t shape[EB_MAX_RANK];
     int64_t block[EB_MAX_RANK];     /* tile extent per dim (1: outside) */
     int64_t stride[3][EB_MAX_RANK]; /* 0: out, 1: x0, 2: x1 */

@@ -3,6 +3,7 @@
  * odd sizes; one and two sources (compact, strided and broadcast layouts);
  * vector and scalar kernels; one and two threads. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -345,6 +346,74 @@ static void test_tile_mul(eb_team *team)
              cases);
 }
 
+/* RUNS tiles: x0's innermost dims (several short ones, or one long one
+ * cut into blocks with an edge) against out's innermost dim, with the
+ * tile repeated over out's next short dims; and short innermost dims
+ * shared by both arrays, moved as one wide element. Each layout's mode is
+ * checked where the dtype's vectors fit it; every result bit for bit. */
+static void test_runs(eb_team *team)
+{
+    static const struct {
+        int r;
+        int64_t shape[8];
+        int ord[8];   /* x0's dim order, outermost first */
+        int runs_es;  /* element sizes for which the plan must be RUNS */
+    } cs[] = {
+        /* a run of 3 x 3 against out's 45 (gm_queen-like 3s) */
+        {4, {7, 3, 3, 45}, {0, 3, 2, 1}, 4 | 8 | 16},
+        /* one long run in blocks (301 = two blocks of float64 + edge)
+         * against out's 6 (too short for TILE4 but in float32, whose
+         * vectors of 8 are too long) */
+        {3, {5, 301, 6}, {0, 2, 1}, 8},
+        /* the team splits the run's blocks */
+        {3, {171, 301, 6}, {0, 2, 1}, 8},
+        /* out's innermost 4 against a run of 64; repeats over 2 x 8 x 3 */
+        {5, {3, 2, 8, 64, 4}, {2, 4, 0, 1, 3}, 8},
+        /* shared innermost 2: pairs moved as one element (float64: 16
+         * bytes, float32: 8), then a run of 2 x 3 against out's 16 */
+        {5, {5, 2, 3, 16, 2}, {0, 3, 2, 1, 4}, 4 | 8},
+        /* rank 8, every dim short, x0 reversed */
+        {8, {3, 2, 3, 2, 5, 2, 3, 9}, {7, 6, 5, 4, 3, 2, 1, 0}, 4 | 8 | 16},
+    };
+    int n = (int)(sizeof cs / sizeof cs[0]), good = 0, cases = 0;
+    int es = (int)eb_dtype_size(cur_dt);
+    for (int c = 0; c < n; c++) {
+        int r = cs[c].r, nat[8];
+        for (int d = 0; d < r; d++)
+            nat[d] = d;
+        int64_t s0[EB_MAX_RANK], so[EB_MAX_RANK];
+        int64_t n0 = strides_in_order(r, cs[c].shape, cs[c].ord, 1, s0);
+        strides_in_order(r, cs[c].shape, nat, 1, so);
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, r, cs[c].shape, so, s0, NULL);
+        if (cs[c].runs_es & es) {
+            cases++;
+            good += p.mode == EB_PERM_RUNS;
+            if (p.mode != EB_PERM_RUNS)
+                fprintf(stderr, "  case %d: mode %d\n", c, (int)p.mode);
+        }
+        for (int scalar = 0; scalar <= 1; scalar++) {
+            cases++;
+            good += run_case(r, cs[c].shape, nat, s0, NULL, n0, 0, team,
+                             scalar);
+        }
+    }
+    /* Every permutation of a rank-6 box with 2s (shared short innermost
+     * dims, widened or not, runs of 2s and 3s). */
+    static const int64_t box[6] = {2, 3, 2, 5, 2, 2};
+    int ord[6] = {0, 1, 2, 3, 4, 5}, perms = 0, right = 0;
+    int64_t s0[EB_MAX_RANK];
+    int64_t n0 = strides_in_order(6, box, ord, 1, s0);
+    do {
+        perms++;
+        right += run_case(6, box, ord, s0, NULL, n0, 0, team, 0);
+    } while (next_perm(ord, 6));
+    EB_CHECK(good == cases && right == perms,
+             "%s runs tiles (%d threads): %d of %d layouts, %d of %d "
+             "permutations of 2s right", eb_dtype_name(cur_dt),
+             eb_team_size(team), good, cases, right, perms);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -463,6 +532,8 @@ int main(void)
         test_edges(cur_dt);
         test_tile_mul(NULL);
         test_tile_mul(two);
+        test_runs(NULL);
+        test_runs(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
