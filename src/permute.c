@@ -54,6 +54,12 @@ enum { RUN_MAX = 4 * RUN_BYTES / 4 };
  * of out, in L1 with the source's rows), REP_MAX times at most. */
 enum { REP_BYTES = 16384, REP_MAX = 256 };
 
+/* ROW tiles repeat scattered rows until the source reads this many bytes
+ * contiguously. */
+#ifndef REP_RUN_BYTES
+#define REP_RUN_BYTES 4096
+#endif
+
 /* Long rows are cut into pieces of 32 KiB of out: nothing is lost per
  * piece, and the team can split a single row (an elementwise multiply of
  * two compact arrays is one row). */
@@ -228,6 +234,23 @@ static void widen(eb_perm *p)
     p->rank = last;
 }
 
+/* Add dim d whole to the tile as a repeat unless that makes more than
+ * REP_MAX repeats or a tile of more than REP_BYTES of out (then 0); tile:
+ * the tile's elements so far, updated. */
+static int add_rep(eb_perm *p, int d, int64_t *tile)
+{
+    int64_t reps = 1;
+    for (int k = 0; k < p->nrep; k++)
+        reps *= p->shape[p->rep[k]];
+    if (p->block[d] > 1 || *tile * p->shape[d] > elems_of(p, REP_BYTES) ||
+        reps * p->shape[d] > REP_MAX)
+        return 0;
+    p->block[d] = p->shape[d];
+    p->rep[p->nrep++] = d;
+    *tile *= p->shape[d];
+    return 1;
+}
+
 /* RUNS: x0's dims contiguous from its unit stride up, until they hold
  * TILE_SIDE_BYTES (the last one in part), form the run; out's innermost
  * dim the other side of the tile. 0 if the run is shorter than a vector
@@ -268,18 +291,34 @@ static int choose_runs(eb_perm *p)
     /* Short dims next to out's innermost (2s, 4s, 8s) would make tiles of
      * a few hundred bytes, each a pass of the loop nest: the tile repeats
      * over them whole, from a table of offsets, up to REP_BYTES. */
-    int64_t tile = tile_elems(p), most = elems_of(p, REP_BYTES), reps = 1;
-    for (int d = r - 2; d >= 0; d--) {
-        if (p->block[d] > 1)
-            continue;
-        if (tile * p->shape[d] > most || reps * p->shape[d] > REP_MAX)
+    int64_t tile = tile_elems(p);
+    for (int d = r - 2; d >= 0; d--)
+        if (p->block[d] == 1 && !add_rep(p, d, &tile))
             break;
-        p->block[d] = p->shape[d];
-        p->rep[p->nrep++] = d;
-        tile *= p->shape[d];
-        reps *= p->shape[d];
-    }
     return 1;
+}
+
+/* ROW rows (whole) that a source reads at scattered places (its next dim
+ * in out's order does not continue the row: gm_queen's rows of 27 doubles
+ * each a DRAM latency away): the tile repeats the row over that source's
+ * own next contiguous dims until the source reads REP_RUN_BYTES in a row.
+ * Out's rows are then written at a few dozen places at once, each
+ * continued by the next tile. */
+static void row_reps(eb_perm *p, int s)
+{
+    int r = p->rank, dout = r - 1;
+    int64_t run = p->shape[dout], tile = tile_elems(p);
+    if (r < 2 || p->stride[s][dout] != 1 || p->stride[s][r - 2] == run)
+        return;
+    while (run < elems_of(p, REP_RUN_BYTES)) {
+        int d = -1;
+        for (int e = 0; e < dout; e++)
+            if (p->stride[s][e] == run)
+                d = e;
+        if (d < 0 || !add_rep(p, d, &tile))
+            return;
+        run *= p->shape[d];
+    }
 }
 
 /* Can the non-transposed source o be loaded in 4 x 4 blocks of (di, do)
@@ -306,6 +345,9 @@ static void choose_mode(eb_perm *p)
         p->mode = EB_PERM_ROW;
         int64_t rb = elems_of(p, ROW_BLOCK_BYTES);
         p->block[dout] = p->shape[dout] <= 2 * rb ? p->shape[dout] : rb;
+        if (p->block[dout] == p->shape[dout])
+            for (int s = 1; s <= p->nsrc; s++)
+                row_reps(p, s);
         return;
     }
     int64_t tmin = elems_of(p, TILE4_MIN_BYTES),
@@ -818,19 +860,19 @@ static runs_fn *const runs_fns[K_COUNT] = {
     eb_kern_perm_runs_avx2_K_CP4, eb_kern_perm_runs_avx2_K_CP8,
     eb_kern_perm_runs_avx2_K_CP16};
 
-/* The offsets in out (oo) and x0 (ox) of a RUNS tile's repeats; returns
+/* The offsets in out, x0 and x1 (ro[s]) of a tile's repeats; returns
  * their count. */
-static int64_t rep_offsets(const eb_perm *p, int64_t *oo, int64_t *ox)
+static int64_t rep_offsets(const eb_perm *p, int64_t (*ro)[REP_MAX])
 {
     int64_t n = 1;
-    oo[0] = ox[0] = 0;
+    for (int s = 0; s < 3; s++)
+        ro[s][0] = 0;
     for (int k = 0; k < p->nrep; k++) {
         int d = p->rep[k];
         for (int64_t i = 1; i < p->shape[d]; i++)
-            for (int64_t e = 0; e < n; e++) {
-                oo[i * n + e] = oo[e] + i * p->stride[0][d];
-                ox[i * n + e] = ox[e] + i * p->stride[1][d];
-            }
+            for (int64_t e = 0; e < n; e++)
+                for (int s = 0; s < 3; s++)
+                    ro[s][i * n + e] = ro[s][e] + i * p->stride[s][d];
         n *= p->shape[d];
     }
     return n;
@@ -920,8 +962,8 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
     int tile4 = avx2 && p->mode == EB_PERM_TILE4;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
-    int64_t oq[RUN_MAX], nq = 0, qext = -1, oo[REP_MAX], ox[REP_MAX];
-    int64_t nrep = runs ? rep_offsets(p, oo, ox) : 0;
+    int64_t oq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
+    int64_t nrep = rep_offsets(p, ro);
     int lr = runs ? p->run[p->nrun - 1] : 0;
     int t = p->tsrc, o = 3 - t, di = p->di;
     for (;;) {
@@ -933,16 +975,18 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         if (ntab && full)
             perm_table(ntab, table, a, b, w, k);
         else if (row)
-            row_fns[p->stream][k](ext[last], a, p->stride[1][last], b,
-                                  p->stride[2][last], w);
+            for (int64_t e = 0; e < nrep; e++)
+                row_fns[p->stream][k](ext[last], a + ro[1][e] * es,
+                                      p->stride[1][last], b + ro[2][e] * es,
+                                      p->stride[2][last], w + ro[0][e] * es);
         else if (runs) {
             if (ext[lr] != qext) { /* only the last run dim has edges */
                 nq = run_offsets(p, ext, oq);
                 qext = ext[lr];
             }
             for (int64_t e = 0; e < nrep; e++)
-                runs_fns[k](nq, oq, ext[last], a + ox[e] * es,
-                            p->stride[1][last], w + oo[e] * es);
+                runs_fns[k](nq, oq, ext[last], a + ro[1][e] * es,
+                            p->stride[1][last], w + ro[0][e] * es);
         } else if (tile4)
             tile_fns[k](ext[di], ext[last], t == 1 ? a : b,
                         p->stride[t][last], t == 1 ? b : a, p->stride[o][di],

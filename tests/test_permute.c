@@ -414,6 +414,32 @@ static void test_runs(eb_team *team)
              eb_team_size(team), good, cases, right, perms);
 }
 
+/* ROW tiles repeated over a scattered source's next contiguous dims: out
+ * and x1 in natural order, x0 with the rows innermost but its other dims
+ * in another order; a copy, a multiply and a multiply by a broadcast. */
+static void test_row_reps(eb_team *team)
+{
+    static const int64_t shape[5] = {45, 3, 4, 7, 37}; /* 1 MiB: split */
+    int nat[5] = {0, 1, 2, 3, 4}, ord[5] = {3, 0, 2, 1, 4};
+    int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK], bc[EB_MAX_RANK];
+    int64_t n0 = strides_in_order(5, shape, ord, 1, s0);
+    int64_t n1 = strides_in_order(5, shape, nat, 1, s1);
+    memcpy(bc, s1, sizeof bc);
+    bc[1] = bc[2] = 0;
+    int good = 0, cases = 0;
+    for (int scalar = 0; scalar <= 1; scalar++) {
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, 5, shape, s1, s0, s1);
+        cases += 4;
+        good += p.mode == EB_PERM_ROW && p.nrep >= 2;
+        good += run_case(5, shape, nat, s0, NULL, n0, 0, team, scalar);
+        good += run_case(5, shape, nat, s0, s1, n0, n1, team, scalar);
+        good += run_case(5, shape, nat, s0, bc, n0, n1, team, scalar);
+    }
+    EB_CHECK(good == cases, "%s repeated rows (%d threads): %d of %d right",
+             eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -534,6 +560,8 @@ int main(void)
         test_tile_mul(two);
         test_runs(NULL);
         test_runs(two);
+        test_row_reps(NULL);
+        test_row_reps(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
