@@ -440,6 +440,26 @@ static void test_row_reps(eb_team *team)
              eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
 }
 
+/* A GENERIC tile fits the table it runs from (2048 elements) even when
+ * each array's innermost dims are other short dims: a multiply of rank 10
+ * over 3s and 9s whose sources broadcast along alternate dims. */
+static void test_generic_table(void)
+{
+    static const int64_t shape[10] = {3, 3, 3, 3, 9, 27, 3, 3, 9, 3};
+    static const int64_t so[10] = {1594323, 531441, 177147, 59049, 6561,
+                                   243, 81, 27, 3, 1};
+    static const int64_t s0[10] = {19683, 27, 0, 9, 0, 729, 0, 3, 81, 1};
+    static const int64_t s1[10] = {59049, 0, 27, 0, 3, 2187, 1, 0, 243, 0};
+    eb_perm p;
+    eb_perm_plan(&p, 10, shape, so, s0, s1);
+    int64_t tile = 1;
+    for (int d = 0; d < p.rank; d++)
+        tile *= p.block[d];
+    EB_CHECK(p.mode == EB_PERM_GENERIC && tile <= 2048,
+             "a generic tile of short dims fits its table (mode %d, %lld "
+             "elements)", (int)p.mode, (long long)tile);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -540,6 +560,7 @@ int main(void)
     eb_team *two = NULL;
     EB_CHECK(eb_team_create(2, &two, &err) == EB_OK, "team: %s", err.msg);
     test_modes();
+    test_generic_table();
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
         cur_dt = (eb_dtype)t;
         for (int r = 1; r <= 8; r++) {
