@@ -1,9 +1,13 @@
 /* test_engine: kernels and dispatch against the naive reference, on chosen
  * shapes (1-sized dims, scalars, non-square, strided, batches large and
  * small) and on hundreds of seeded random einsums. */
+#include <math.h>
+#include <stdlib.h>
+
 #include "check.h"
 #include "contract.h"
 #include "einsum_util.h"
+#include "kernels.h"
 
 typedef struct {
     const char *fs, *sizes;
@@ -267,8 +271,79 @@ static void test_random(void)
     EB_CHECK(tested >= 500, "only %d random cases built", tested);
 }
 
+/* eb_kern_small_gemm on C's of 1 to 8 rows and B's from 10^3 to 10^5
+ * elements (the few-rows streaming kernel takes M <= 6, N >= 24 and B of
+ * 2^16 elements or more; the others take the register-blocked kernels),
+ * odd N (a masked tail), odd K (an unpaired row), a two-level K, padded
+ * strides, and C row-major, column-major and strided both ways, against a
+ * plain double loop. */
+static void test_few_rows(void)
+{
+    static const struct {
+        int64_t M, N, K, K1;
+    } shapes[] = {
+        {4, 8192, 9, 1}, {1, 301, 257, 1}, {2, 257, 300, 1}, {3, 24, 4001, 1},
+        {4, 1031, 65, 2}, {5, 513, 131, 1}, {6, 97, 700, 1}, {7, 300, 250, 1},
+        {8, 100, 700, 1}, {4, 23, 4000, 1}, {6, 40, 33, 1}, {4, 64, 1025, 3},
+    };
+    uint64_t seed = 99;
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int64_t M = shapes[t].M, N = shapes[t].N, K = shapes[t].K;
+        int64_t K1 = shapes[t].K1, total = K * K1;
+        for (int colc = 0; colc <= 2; colc++) {
+            /* A: M rows of sam = total + 3; B: rows of N + 5 (padded),
+             * k1 blocks of K rows; C: rows N + 2 apart (row-major),
+             * columns M + 1 apart (column-major), or every other element
+             * of rows 2 N + 3 apart. */
+            int64_t sam = total + 3, sbk = N + 5;
+            int64_t scm = colc == 0 ? N + 2 : colc == 1 ? 1 : 2 * N + 3;
+            int64_t scn = colc == 0 ? 1 : colc == 1 ? M + 1 : 2;
+            double *a = malloc(sizeof *a * (size_t)(M * sam));
+            double *b = malloc(sizeof *b * (size_t)(total * sbk));
+            double *c = malloc(sizeof *c * (size_t)(M * (2 * N + 3) +
+                                                    N * (M + 1)));
+            if (!a || !b || !c) {
+                EB_CHECK(0, "out of memory");
+                free(a), free(b), free(c);
+                return;
+            }
+            for (int64_t i = 0; i < M * sam; i++)
+                a[i] = (double)((seed = seed * 6364136223846793005ULL + 1)
+                                >> 40) / 16777216.0 - 0.5;
+            for (int64_t i = 0; i < total * sbk; i++)
+                b[i] = (double)((seed = seed * 6364136223846793005ULL + 1)
+                                >> 40) / 16777216.0 - 0.5;
+            /* k = k1 K + kk: A's k1 blocks K apart, B's K rows apart. */
+            eb_gemm_k k = {K1, K, 1, K * sbk, sbk};
+            eb_kern_small_gemm(M, N, K, a, sam, b, 1, &k, c, scm, scn);
+            double worst = 0;
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    double ref = 0, mag = 0;
+                    for (int64_t f = 0; f < total; f++) {
+                        double x = a[m * sam + f] * b[f * sbk + n];
+                        ref += x;
+                        mag += fabs(x);
+                    }
+                    double e = fabs(c[m * scm + n * scn] - ref) /
+                               (mag > 0 ? mag : 1);
+                    worst = e > worst ? e : worst;
+                }
+            EB_CHECK(worst <= 1e-13, "small gemm %lld x %lld x %lld (K1 "
+                     "%lld, C %s): relative error %g", (long long)M,
+                     (long long)N, (long long)K, (long long)K1,
+                     colc == 0 ? "row" : colc == 1 ? "column" : "strided",
+                     worst);
+            free(a);
+            free(b);
+            free(c);
+        }
+    }
+}
+
 int main(void)
 {
+    test_few_rows();
     test_vec_prep_dtype();
     test_cases();
     test_random();
