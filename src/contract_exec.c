@@ -453,7 +453,9 @@ static void xform_part(void *arg, int part, int nparts)
 
 /* A permutation (the engine splits it over the team itself) or a
  * reduction, split along its outermost output dim when it writes at least
- * PARALLEL_MIN_WORK float64s' worth of bytes. */
+ * PARALLEL_MIN_WORK float64s' worth of bytes: up to ROW_PARTS_PER_THREAD
+ * parts a thread, claimed like batch rows (one part per thread left the
+ * caller waiting for a late worker's whole half). */
 static void xform(const eb_plan *p, const eb_xform *x, const void *in,
                   void *out, eb_team *team)
 {
@@ -462,7 +464,10 @@ static void xform(const eb_plan *p, const eb_xform *x, const void *in,
         eb_xform_out_elems(x) * (int64_t)eb_dtype_size(p->dt) >=
             PARALLEL_MIN_WORK * (int64_t)sizeof(double)) {
         job j = {.p = p, .x = x, .in = in, .out = out};
-        eb_team_run(team, xform_part, &j);
+        int64_t parts = x->shape[0] < ROW_PARTS_PER_THREAD * n
+                            ? x->shape[0]
+                            : ROW_PARTS_PER_THREAD * n;
+        eb_team_run_parts(team, (int)parts, xform_part, &j);
         return;
     }
     eb_kern_xform(x, in, out, team);

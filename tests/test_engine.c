@@ -64,6 +64,10 @@ static const case_t cases[] = {
     {"bk,bk->b", "b=9000,k=9", EB_KIND_DOT, 0},
     {"ij->ji", "i=400,j=300", EB_KIND_COPY, 0},
     {"ijk->ki", "i=60,j=50,k=40", EB_KIND_COPY, 0},
+    /* Reductions that write enough to split (parts of the outermost
+     * output dim, claimed by the team). */
+    {"ijk->ik", "i=301,j=5,k=300", EB_KIND_COPY, 0},
+    {"ijk->ki", "i=301,j=3,k=299", EB_KIND_COPY, 0},
     /* BLAS GEMMs that two engine threads split between them: along M or
      * N (whichever is longer, lengths not multiples of 8), C row- or
      * column-major, operands stored transposed. */
