@@ -320,7 +320,7 @@ static void run_ksplit(const eb_plan *p, const double *a, const double *b,
  * a quiet machine (1.6x-1.8x against 1.4x-1.6x). At 1024^3 both scale
  * alike (in-process, interleaved, quiet: 1.97x against 1.95x). A GEMV of
  * 9216 elements and more OpenBLAS threads by waking its worker for the
- * call: 200 x 300 took 10.4-11.3 us so against 6.5-7.3 us on one thread
+ * call: 200 x 300 took 10.4-10.7 us so against 6.5-6.6 us on one thread
  * (interleaved, minima and medians of 2001 calls).
  */
 static void blas_part(void *arg, int part, int nparts)
