@@ -37,20 +37,27 @@ static void gemm_strided(const eb_plan *p, int64_t M, int64_t N,
     }
 }
 
-static void gemv_strided(const eb_plan *p, const void *a, const void *b,
-                         void *c)
+/* GEMV over `len` elements of y (the plan's M when N is 1, else its N). */
+static void gemv_len(const eb_plan *p, int64_t len, const void *a,
+                     const void *b, void *c)
 {
     if (p->N == 1) {
         /* y[M] = A[M,K] x[K] */
         int trans = p->sak != 1;
-        eb_blas_gemv(p->dt, trans, p->M, p->K, a, trans ? p->sak : p->sam, b,
+        eb_blas_gemv(p->dt, trans, len, p->K, a, trans ? p->sak : p->sam, b,
                      p->sbk, c, p->scm);
     } else {
         /* y[N] = B[K,N]^T x[K] */
         int trans = p->sbn == 1;
-        eb_blas_gemv(p->dt, trans, p->N, p->K, b, trans ? p->sbk : p->sbn, a,
+        eb_blas_gemv(p->dt, trans, len, p->K, b, trans ? p->sbk : p->sbn, a,
                      p->sak, c, p->scn);
     }
+}
+
+static void gemv_strided(const eb_plan *p, const void *a, const void *b,
+                         void *c)
+{
+    gemv_len(p, p->N == 1 ? p->M : p->N, a, b, c);
 }
 
 /* The own GEMM kernel (float64) on columns or rows of the plan's C (M, N
@@ -301,15 +308,20 @@ static void run_ksplit(const eb_plan *p, const double *a, const double *b,
 }
 
 /*
- * One BLAS GEMM split by the engine: part k computes its share of the
- * longer side of C (in multiples of 8, the width of OpenBLAS's kernels)
- * with a one-thread BLAS call, at every size. OpenBLAS's own threading
+ * One BLAS GEMM or GEMV split by the engine: part k computes its share of
+ * the longer side of C (in multiples of 8, the width of OpenBLAS's
+ * kernels; a GEMV's C is its y) with a one-thread BLAS call, at every
+ * size. OpenBLAS's own threading
  * splits statically: its caller waits for a worker that sleeps between
  * calls or has lost its core to another process (256^3 under a load
  * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
  * while the team's parts go to whichever thread is free. On the lm
  * instance's 144 x 1100 x 121 steps this split was also the faster one on
- * a quiet machine (1.6x-1.8x against 1.4x-1.6x).
+ * a quiet machine (1.6x-1.8x against 1.4x-1.6x). At 1024^3 both scale
+ * alike (in-process, interleaved, quiet: 1.97x against 1.95x). A GEMV of
+ * 9216 elements and more OpenBLAS threads by waking its worker for the
+ * call: 200 x 300 took 10.4-10.7 us so against 6.5-6.6 us on one thread
+ * (interleaved, minima and medians of 2001 calls).
  */
 static void blas_part(void *arg, int part, int nparts)
 {
@@ -320,12 +332,21 @@ static void blas_part(void *arg, int part, int nparts)
     if (lo >= hi)
         return;
     size_t esz = eb_dtype_size(p->dt);
-    if (split_m)
-        gemm_strided(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
-                     at(j->c, lo * p->scm, esz));
+    const void *a = j->a, *b = j->b;
+    void *c;
+    if (split_m) {
+        a = at(j->a, lo * p->sam, esz);
+        c = at(j->c, lo * p->scm, esz);
+    } else {
+        b = at(j->b, lo * p->sbn, esz);
+        c = at(j->c, lo * p->scn, esz);
+    }
+    if (p->kind == EB_KIND_GEMV)
+        gemv_len(p, hi - lo, a, b, c);
+    else if (split_m)
+        gemm_strided(p, hi - lo, p->N, a, b, c);
     else
-        gemm_strided(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
-                     at(j->c, lo * p->scn, esz));
+        gemm_strided(p, p->M, hi - lo, a, b, c);
 }
 
 /* Runs `fn` over the team with OpenBLAS at one thread for the job (every
@@ -339,21 +360,20 @@ static void run_blas_job(eb_team *team, int nparts, eb_team_fn fn, job *j,
     eb_blas_set_threads(blas);
 }
 
+/* A single BLAS GEMM or GEMV split over the team, one-thread calls. */
 static void run_own_split(const eb_plan *p, const void *a, const void *b,
                           void *c, eb_team *team, eb_exec_counters *cnt)
 {
     job j = {.p = p, .a = a, .b = b, .c = c};
-    run_blas_job(team, eb_team_size(team), blas_part, &j,
+    int gemm = p->kind == EB_KIND_GEMM, n = eb_team_size(team);
+    run_blas_job(team, n, blas_part, &j,
                  (double)p->M * (double)p->N * (double)p->K);
-    /* One call per part that had columns or rows to compute. */
-    int n = eb_team_size(team);
-    int64_t calls = 0, lo, hi;
-    for (int k = 0; k < n; k++) {
-        longer_side_part(p, 8, k, n, &lo, &hi);
-        calls += lo < hi;
-    }
+    /* One call per part that had columns or rows (units of 8) to compute. */
+    int64_t len = p->M >= p->N ? p->M : p->N;
+    int64_t units = (len + 7) / 8, calls = units < n ? units : n;
     cnt->blas_calls += calls;
-    cnt->gemm_calls += calls;
+    if (gemm)
+        cnt->gemm_calls += calls;
 }
 
 /* Batch rows split over the team: at most this many parts per thread, so
@@ -397,13 +417,24 @@ static void run_batched(const eb_plan *p, const void *a, const void *b,
         team_product(team, n, gemm_part, &j, work);
         return;
     }
-    if (p->kind == EB_KIND_GEMM && rows == 1 && n > 1 &&
-        work >= PARALLEL_MIN_WORK &&
-        (p->M >= 16 || p->N >= 16)) {
+    if ((p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV) && rows == 1 &&
+        n > 1 && work >= PARALLEL_MIN_WORK && (p->M >= 16 || p->N >= 16)) {
         run_own_split(p, a, b, c, team, cnt);
         return;
     }
+    /* Too small to split: BLAS on this thread alone. OpenBLAS's own split
+     * would wake its sleeping worker for the call (see blas_part) while
+     * the team's worker may spin on the other core. (Larger calls the team
+     * does not split, such as 2 batch rows on 3 threads, stay with
+     * OpenBLAS's threads.) */
+    int threads = blas && n > 1 && work < PARALLEL_MIN_WORK
+                      ? eb_blas_threads()
+                      : 1;
+    if (threads > 1)
+        eb_blas_set_threads(1);
     run_rows(p, a, b, c, 0, rows, cnt);
+    if (threads > 1)
+        eb_blas_set_threads(threads);
 }
 
 static void xform_part(void *arg, int part, int nparts)
@@ -422,7 +453,9 @@ static void xform_part(void *arg, int part, int nparts)
 
 /* A permutation (the engine splits it over the team itself) or a
  * reduction, split along its outermost output dim when it writes at least
- * PARALLEL_MIN_WORK float64s' worth of bytes. */
+ * PARALLEL_MIN_WORK float64s' worth of bytes: up to ROW_PARTS_PER_THREAD
+ * parts a thread, claimed like batch rows (one part per thread left the
+ * caller waiting for a late worker's whole half). */
 static void xform(const eb_plan *p, const eb_xform *x, const void *in,
                   void *out, eb_team *team)
 {
@@ -431,7 +464,10 @@ static void xform(const eb_plan *p, const eb_xform *x, const void *in,
         eb_xform_out_elems(x) * (int64_t)eb_dtype_size(p->dt) >=
             PARALLEL_MIN_WORK * (int64_t)sizeof(double)) {
         job j = {.p = p, .x = x, .in = in, .out = out};
-        eb_team_run(team, xform_part, &j);
+        int64_t parts = x->shape[0] < ROW_PARTS_PER_THREAD * n
+                            ? x->shape[0]
+                            : ROW_PARTS_PER_THREAD * n;
+        eb_team_run_parts(team, (int)parts, xform_part, &j);
         return;
     }
     eb_kern_xform(x, in, out, team);

@@ -13,9 +13,8 @@
  * parts are done. eb_team_run is eb_team_run_parts with one part per
  * thread. A part may run on any thread; per-part scratch is indexed by the
  * part, never by the thread. Jobs never allocate.
- * BLAS calls stay on the caller's thread (OpenBLAS threads them itself),
- * except in a job that first sets OpenBLAS to one thread (fuse.c, and
- * contract_exec.c for mid-sized GEMMs).
+ * BLAS calls inside a job run with OpenBLAS set to one thread first
+ * (fuse.c, and contract_exec.c for the GEMMs and GEMVs it splits).
  *
  * Ownership: the scope creates and destroys the team; executors borrow it.
  * A NULL team, or a team of one, runs every job inline.

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "blas.h"
 #include "check.h"
 #include "contract.h"
 #include "einsum_util.h"
@@ -67,6 +68,10 @@ static const case_t cases[] = {
     {"bk,bk->b", "b=9000,k=9", EB_KIND_DOT, 0},
     {"ij->ji", "i=400,j=300", EB_KIND_COPY, 0},
     {"ijk->ki", "i=60,j=50,k=40", EB_KIND_COPY, 0},
+    /* Reductions that write enough to split (parts of the outermost
+     * output dim, claimed by the team). */
+    {"ijk->ik", "i=301,j=5,k=300", EB_KIND_COPY, 0},
+    {"ijk->ki", "i=301,j=3,k=299", EB_KIND_COPY, 0},
     /* BLAS GEMMs that two engine threads split between them: along M or
      * N (whichever is longer, lengths not multiples of 8), C row- or
      * column-major, operands stored transposed. */
@@ -75,6 +80,13 @@ static const case_t cases[] = {
     {"ij,jk->ki", "i=45,j=40,k=101", EB_KIND_GEMM, 0},
     {"ji,kj->ik", "i=50,j=40,k=41", EB_KIND_GEMM, 0},
     {"ji,kj->ki", "i=23,j=40,k=200", EB_KIND_GEMM, 0},
+    /* ... and GEMVs, along y (lengths not multiples of 8), A or B stored
+     * either way. */
+    {"ij,j->i", "i=301,j=250", EB_KIND_GEMV, 0},
+    {"ji,j->i", "i=301,j=250", EB_KIND_GEMV, 0},
+    {"j,jk->k", "j=250,k=299", EB_KIND_GEMV, 0},
+    {"j,kj->k", "j=250,k=299", EB_KIND_GEMV, 0},
+    {"ij,j->i", "i=17,j=4000", EB_KIND_GEMV, 0},
     /* A short K goes to the own kernel, batched or not: row-major C,
      * column-major C (computed transposed), B without unit column stride
      * (copied in panels), and C strided both ways (a stack tile). */
@@ -350,12 +362,18 @@ int main(void)
     /* Again with two and three engine threads: the split kernels and
      * permutations must give the same results. */
     eb_error err;
+    int blas_threads = eb_blas_threads();
     for (int threads = 2; threads <= 3; threads++) {
         if (eb_team_create(threads, &tu_team, &err) == EB_OK) {
             test_cases();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
+        /* Split BLAS calls and unsplit small ones run with OpenBLAS at one
+         * thread; its count must be back afterwards. */
+        EB_CHECK(eb_blas_threads() == blas_threads,
+                 "%d threads: OpenBLAS threads %d after the cases, %d before",
+                 threads, eb_blas_threads(), blas_threads);
     }
     return eb_check_done("test_engine");
 }

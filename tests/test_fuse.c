@@ -1,8 +1,9 @@
 /* test_fuse: trace mode's fused groups (fuse.h) compute what the steps
  * compute one by one: small hand-made chains and generated lm networks,
  * fused wherever the structure allows with blocks from 1 to all of w (so
- * tails and one-element blocks occur), at one and two engine threads,
- * against the naive reference einsum (chains) or eager mode (networks); and
+ * tails and one-element blocks occur), at one, two and three engine
+ * threads (blocks claimed one at a time), against the naive reference
+ * einsum (chains) or eager mode (networks); and
  * the cost model's choice on the shipped lm instance. */
 #include <math.h>
 #include <stdlib.h>
@@ -129,7 +130,7 @@ static void test_chains(eb_team **teams)
         EB_CHECK(g == cases[c].groups, "%s: %d groups (expected %d)",
                  cases[c].fs, g, cases[c].groups);
         for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
-            for (int t = 0; t < 2; t++) {
+            for (int t = 0; t < 3; t++) {
                 o = forced(blocks[b]);
                 double e = fused_vs_ref(inst, &path, &o, teams[t], 7 + c, 1);
                 EB_CHECK(e >= 0 && e < 1e-12,
@@ -168,7 +169,7 @@ static void test_lm_networks(eb_team **teams)
             eb_fuse_opts o = forced(64);
             int fused;
             total_groups += count_groups(inst, &path, &o, &fused);
-            for (int t = 0; t < 2; t++) {
+            for (int t = 0; t < 3; t++) {
                 double e = fused_vs_ref(inst, &path, &o, teams[t], 3 + k, 0);
                 EB_CHECK(e >= 0 && e < 1e-12,
                          "lm network %zu, %d threads: rel err %g", k, t + 1,
@@ -210,13 +211,15 @@ static void test_default_choice(void)
 int main(void)
 {
     eb_blas_set_threads(1);
-    eb_team *teams[2] = {NULL, NULL};
+    eb_team *teams[3] = {NULL, NULL, NULL};
     eb_error err;
-    if (eb_team_create(2, &teams[1], &err))
-        EB_CHECK(0, "team: %s", err.msg);
+    for (int t = 1; t < 3; t++)
+        if (eb_team_create(t + 1, &teams[t], &err))
+            EB_CHECK(0, "team: %s", err.msg);
     test_chains(teams);
     test_lm_networks(teams);
     test_default_choice();
     eb_team_destroy(teams[1]);
+    eb_team_destroy(teams[2]);
     return eb_check_done("test_fuse");
 }
