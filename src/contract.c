@@ -25,8 +25,10 @@ enum { LOW_K = 16 };
  * at 24 to 38, docs/engine-gemm.md), it writes C twice (its beta pass,
  * then the result), and the own kernel reads operands whose contracted
  * labels are two strides apart in place. From 21 columns up the two were
- * even (404 x 21 x 480: 25 against 27 GFLOP/s). */
-enum { SKINNY_MN = 21 };
+ * even (404 x 21 x 480: 25 against 27 GFLOP/s) with C's short side
+ * contiguous; up to EB_SKINNY_SIDE the own kernel takes such GEMMs in the
+ * other orientation only (mid_skinny, eb_contract_plan). */
+enum { SKINNY_MN = EB_SKINNY_MN };
 
 /* A GEMM with every side at most this and M and N multiples of 4 (whole
  * vectors and register blocks of the own kernel) goes to the own kernel
@@ -347,7 +349,21 @@ static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
     layout_output(p, o, keep, nkeep, fixed, label_size, L);
 }
 
-static eb_kind pick_kind(const eb_plan *p)
+/* Is p (kind not yet set) a GEMM whose short side is from SKINNY_MN to
+ * EB_SKINNY_SIDE - 1, not taken by the own kernel for other reasons? */
+static int mid_skinny(const eb_plan *p)
+{
+    int64_t shorter = p->M < p->N ? p->M : p->N;
+    int tiny = (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) ||
+               p->K <= LOW_K;
+    int square = p->M <= SMALL_SIDE && p->N <= SMALL_SIDE &&
+                 p->K <= SMALL_SIDE && p->M % 4 == 0 && p->N % 4 == 0;
+    return shorter >= SKINNY_MN && shorter < EB_SKINNY_SIDE && !tiny &&
+           !square && p->dt == EB_F64;
+}
+
+/* wide: take mid_skinny GEMMs to the own kernel (see eb_contract_plan). */
+static eb_kind pick_kind(const eb_plan *p, int wide)
 {
     if (p->M == 1 && p->N == 1 && p->K == 1)
         return EB_KIND_MUL;
@@ -364,7 +380,7 @@ static eb_kind pick_kind(const eb_plan *p)
     if (p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
         p->M % 4 == 0 && p->N % 4 == 0)
         return EB_KIND_SMALL_GEMM;
-    if ((p->M < SKINNY_MN || p->N < SKINNY_MN) &&
+    if ((p->M < SKINNY_MN || p->N < SKINNY_MN || (wide && mid_skinny(p))) &&
         (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
@@ -720,10 +736,41 @@ static int skinny_to_blas(const eb_plan *p)
            blas_matrix(p->M, p->N, p->scm, p->scn);
 }
 
+static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
+                      int nkeep, int fixed_order, const int64_t *label_size,
+                      eb_dtype dt, int wide, eb_plan *p, eb_error *err);
+
+/*
+ * A GEMM whose short side is from SKINNY_MN to EB_SKINNY_SIDE - 1
+ * (mid_skinny) runs on the own kernel only where that kernel's rows are
+ * the short side (C's long side has unit stride: 4 x 12 register blocks,
+ * the long side on the vector lanes); otherwise it is planned again for
+ * BLAS. With the long side as rows the own kernel runs blocks of 2 rows
+ * by 6 vectors and was slower than BLAS (404 x 21 x 480, A stored [k][m]:
+ * 10 against 18 GFLOP/s with A from memory, 24 against 26 from cache;
+ * with the short side as rows 20 and 35).
+ */
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
                            const int64_t *label_size, eb_dtype dt,
                            eb_plan *p, eb_error *err)
+{
+    eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt, 1, p,
+                        err);
+    if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p))
+        return st;
+    int t = p->scn != 1 && p->scm == 1;
+    int64_t rows = t ? p->N : p->M, shorter = p->M < p->N ? p->M : p->N;
+    if (p->scm != 1 && p->scn != 1)
+        rows = -1; /* C strided both ways: a stack tile, rows of M */
+    if (rows == shorter)
+        return st;
+    return plan(a, b, keep, nkeep, fixed_order, label_size, dt, 0, p, err);
+}
+
+static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
+                      int nkeep, int fixed_order, const int64_t *label_size,
+                      eb_dtype dt, int wide, eb_plan *p, eb_error *err)
 {
     if (a->rank > EB_MAX_RANK || (b && b->rank > EB_MAX_RANK) ||
         nkeep > EB_MAX_RANK)
@@ -743,7 +790,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     p->M = group_size(&gm, label_size);
     p->N = group_size(&gn, label_size);
     p->K = group_size(&gk, label_size);
-    p->kind = b ? pick_kind(p) : EB_KIND_COPY;
+    p->kind = b ? pick_kind(p, wide) : EB_KIND_COPY;
     p->vw = 0;
     p->tmp_elems = 0;
     int nsum[2] = {sum[0].n, sum[1].n};

@@ -31,6 +31,14 @@
 
 struct eb_team;
 
+/* A GEMM whose C has a side shorter than EB_SKINNY_MN runs on the
+ * engine's own kernel in any layout; one whose short side is from there
+ * to EB_SKINNY_SIDE - 1 only where that kernel's rows are the short side:
+ * C's long side then has unit stride and lies along the vector lanes
+ * (contract.c). Trace lays out the intermediates of the latter
+ * accordingly (trace.c, skinny_lead). */
+enum { EB_SKINNY_MN = 21, EB_SKINNY_SIDE = 32 };
+
 typedef enum {
     EB_KIND_COPY,       /* single operand: permute and/or reduce only */
     EB_KIND_MUL,        /* elementwise multiply (batch labels only) */

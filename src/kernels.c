@@ -72,8 +72,9 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
                         int64_t sak, const int64_t *aoff, const double *b,
                         int64_t sbk, const int64_t *boff, double *cr,
                         int64_t scm, int64_t tail, __m256i mask, int add,
-                        const int mr, const int nv, const int masked,
-                        const int tab)
+                        const double *pf, int64_t pk0, int64_t pk1,
+                        const int mr, const int nv,
+                        const int masked, const int tab)
 {
     __m256d acc[4][6];
     _Pragma("GCC unroll 4")
@@ -88,6 +89,16 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
     for (int64_t k = 0; k < kc; k++) {
         const double *bk = b + (tab ? boff[k] : k * sbk);
         const double *ak = ar + (tab ? aoff[k] : k * sak);
+        if (pf && k >= pk0 && k < pk1) {
+            /* The same columns of the next slice of B, into L2 (see
+             * eb_kern_gemm_chunk_avx2). */
+            const double *pk = pf + k * sbk;
+            _Pragma("GCC unroll 3")
+            for (int v = 0; v < nv; v += 2)
+                _mm_prefetch((const char *)(pk + 4 * v), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pk + EB_COL(nv - 1, nv, tail) + 3),
+                         _MM_HINT_T1);
+        }
         if (nv + mr * nv + 1 <= 16) {
             /* Vectors of B in registers, one broadcast of A at a time:
              * nv + mr nv + 1 of the 16 registers. */
@@ -139,21 +150,28 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
                         const double *a, int64_t sam, int64_t sak,
                         const int64_t *aoff, const double *b, int64_t sbk,
                         const int64_t *boff, double *c, int64_t scm, int add,
-                        const int tab)
+                        const double *pfb, const int tab)
 {
     int nv = w < 4 ? 1 : (int)((w + 3) / 4), mrow = block_rows(nv);
     int64_t tail = w < 4 ? 0 : w - 4;
     __m256i mask = _mm256_setr_epi64x(-1, w > 1 ? -1 : 0, w > 2 ? -1 : 0,
                                       w > 3 ? -1 : 0);
+    int64_t nblk = (M + mrow - 1) / mrow;
     for (int64_t m = 0; m < M; m += mrow) {
         int mr = M - m < mrow ? (int)(M - m) : mrow;
         const double *ar = a + m * sam;
         for (int64_t q = 0; q < nq; q++) {
         const double *bq = b + q * w;
         double *cr = c + m * scm + q * w;
+        /* Row block i of nblk prefetches its share of the next slice's
+         * rows (all blocks together: the whole slice, spread evenly over
+         * the slice's computation). */
+        const double *pf = pfb ? pfb + q * w : NULL;
+        int64_t pk0 = pf ? kc * (m / mrow) / nblk : 0;
+        int64_t pk1 = pf ? kc * (m / mrow + 1) / nblk : 0;
 #define EB_BLK(MR, NV, MASKED) \
     eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, bq, sbk, boff, cr, scm, \
-                            tail, mask, add, MR, NV, MASKED, tab)
+                            tail, mask, add, pf, pk0, pk1, MR, NV, MASKED, tab)
 #define EB_BLK_NV(MR) \
     switch (w < 4 ? 0 : nv) { \
     case 0: EB_BLK(MR, 1, 1); break; \
@@ -247,10 +265,21 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
             int64_t kc = total - f0 < kslice ? total - f0 : kslice;
             const double *bp = b + n0 * sbn;
             if (k->K1 == 1 && sbn == 1) {
-                /* One stride per operand: no tables. */
+                /* One stride per operand: no tables. The row blocks
+                 * prefetch the panel's next slice (or the next panel's
+                 * first) into L2, so that a B streamed from memory (an
+                 * input larger than the caches) arrives while this slice
+                 * computes: 404 x 21 x 480 with B from DRAM rose from 18
+                 * to 29 GFLOP/s (docs/bench.md, "Small GEMMs, this
+                 * round"). */
+                const double *pfb =
+                    f0 + kslice < total ? bp + (f0 + kslice) * k->sbk
+                    : n0 + pw < N       ? b + n0 + pw
+                                        : NULL;
                 eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
                                         k->sak, NULL, bp + f0 * k->sbk,
-                                        k->sbk, NULL, c + n0, scm, f0 > 0, 0);
+                                        k->sbk, NULL, c + n0, scm, f0 > 0,
+                                        pfb, 0);
                 continue;
             }
             k_offsets(f0, kc, K, k, aoff, boff);
@@ -264,7 +293,7 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 bp = bt;
             }
             eb_kern_gemm_chunk_avx2(M, w, nq, kc, a, sam, 0, aoff, bp, 0, boff,
-                                    c + n0, scm, f0 > 0, 1);
+                                    c + n0, scm, f0 > 0, NULL, 1);
         }
         n0 += pw;
     }

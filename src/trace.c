@@ -57,6 +57,60 @@ static void add_if(order *dst, const order *src, const order *in1, int want1,
     }
 }
 
+/* Does every label of size > 1 of `sub` lie in `in`? */
+static int within(const order *sub, const order *in, const int64_t *size)
+{
+    for (int q = 0; q < sub->n; q++)
+        if (size[sub->ids[q]] > 1 && !has(in, sub->ids[q]))
+            return 0;
+    return 1;
+}
+
+/*
+ * An intermediate (slot) is read by its consumer as groups lead (batch),
+ * free and k; the consumer reads it in place as (lead, free, k) or
+ * (lead, k, free). Where its producer is a skinny GEMM (one free side
+ * from EB_SKINNY_MN to EB_SKINNY_SIDE - 1, the other at least that,
+ * contracted labels) whose short side is one of the two groups and long
+ * side the other, the order that puts the short side first lets the
+ * producer write C with its long side contiguous: the orientation the own
+ * kernel runs well (contract.c, eb_contract_plan). Returns 1 for (lead,
+ * free, k), 0 for (lead, k, free), -1 where the producer has no such
+ * preference.
+ */
+static int skinny_lead(const eb_instance *inst, const eb_schedule *sch,
+                       const order *desired, int slot, const order *lead,
+                       const order *free, const order *k)
+{
+    int n = inst->num_tensors;
+    const int64_t *size = inst->label_size;
+    const eb_sched_step *st = &sch->steps[slot - n];
+    const order *pa = &desired[st->a], *pb = &desired[st->b], *o = &desired[slot];
+    order side[2] = {{0}, {0}}, bat = {0};
+    int64_t len[2] = {1, 1}, K = 1;
+    for (int q = 0; q < o->n; q++) {
+        int l = o->ids[q], ia = has(pa, l), ib = has(pb, l);
+        if (ia && ib)
+            bat.ids[bat.n++] = l;
+        else {
+            side[ib].ids[side[ib].n++] = l;
+            len[ib] *= size[l];
+        }
+    }
+    for (int q = 0; q < pa->n; q++)
+        if (has(pb, pa->ids[q]) && !has(o, pa->ids[q]))
+            K *= size[pa->ids[q]];
+    int s = len[1] < len[0];
+    if (K < 2 || len[s] < EB_SKINNY_MN || len[s] >= EB_SKINNY_SIDE ||
+        len[1 - s] < EB_SKINNY_SIDE || !within(&bat, lead, size))
+        return -1;
+    if (within(&side[s], free, size) && within(&side[1 - s], k, size))
+        return 1;
+    if (within(&side[s], k, size) && within(&side[1 - s], free, size))
+        return 0;
+    return -1;
+}
+
 /*
  * Backward pass: desired[slot] is the layout the consumer of slot wants.
  * Inputs keep their own order; the final output has the output order.
@@ -97,16 +151,18 @@ static void plan_layouts(const eb_instance *inst, const eb_schedule *sch,
         }
         if (st->a >= n) {
             order *d = &desired[st->a];
+            int kfirst = skinny_lead(inst, sch, desired, st->a, &bb, &m, &k) == 0;
             d->n = 0;
-            const order *parts[3] = {&bb, &m, &k};
+            const order *parts[3] = {&bb, kfirst ? &k : &m, kfirst ? &m : &k};
             for (int p = 0; p < 3; p++)
                 for (int q = 0; q < parts[p]->n; q++)
                     d->ids[d->n++] = parts[p]->ids[q];
         }
         if (st->b >= n) {
             order *d = &desired[st->b];
+            int nfirst = skinny_lead(inst, sch, desired, st->b, &bb, &nn, &k) == 1;
             d->n = 0;
-            const order *parts[3] = {&bb, &k, &nn};
+            const order *parts[3] = {&bb, nfirst ? &nn : &k, nfirst ? &k : &nn};
             for (int p = 0; p < 3; p++)
                 for (int q = 0; q < parts[p]->n; q++)
                     d->ids[d->n++] = parts[p]->ids[q];

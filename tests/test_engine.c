@@ -8,7 +8,9 @@
 #include "check.h"
 #include "contract.h"
 #include "einsum_util.h"
+#include "fuse.h"
 #include "kernels.h"
+#include "trace.h"
 
 typedef struct {
     const char *fs, *sizes;
@@ -76,7 +78,7 @@ static const case_t cases[] = {
      * N (whichever is longer, lengths not multiples of 8), C row- or
      * column-major, operands stored transposed. */
     {"ij,jk->ik", "i=70,j=40,k=33", EB_KIND_GEMM, 0},
-    {"ij,jk->ik", "i=21,j=40,k=150", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=33,j=40,k=150", EB_KIND_GEMM, 0},
     {"ij,jk->ki", "i=45,j=40,k=101", EB_KIND_GEMM, 0},
     {"ji,kj->ik", "i=50,j=40,k=41", EB_KIND_GEMM, 0},
     {"ji,kj->ki", "i=23,j=40,k=200", EB_KIND_GEMM, 0},
@@ -87,6 +89,18 @@ static const case_t cases[] = {
     {"j,jk->k", "j=250,k=299", EB_KIND_GEMV, 0},
     {"j,kj->k", "j=250,k=299", EB_KIND_GEMV, 0},
     {"ij,j->i", "i=17,j=4000", EB_KIND_GEMV, 0},
+    /* A short side of C from 21 to 31: the own kernel where its rows are
+     * the short side (C's long side contiguous, operands stored either
+     * way, odd sizes), BLAS otherwise. (Kinds are checked for eager's
+     * canonical output order; C column-major, as trace lays it out, is
+     * checked for results only.) */
+    {"ij,jk->ik", "i=21,j=40,k=150", EB_KIND_SMALL_GEMM, 0},
+    {"ji,kj->ik", "i=23,j=37,k=151", EB_KIND_GEMM, 0}, /* B copied: skinny_to_blas */
+    {"ij,jk->ki", "i=151,j=37,k=23", -1, -1},
+    {"ji,kj->ki", "i=301,j=45,k=29", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ik", "i=27,j=203,k=97", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=151,j=37,k=23", EB_KIND_GEMM, 0},
+    {"ji,kj->ik", "i=301,j=45,k=29", EB_KIND_GEMM, 0},
     /* A short K goes to the own kernel, batched or not: row-major C,
      * column-major C (computed transposed), B without unit column stride
      * (copied in panels), and C strided both ways (a stack tile). */
@@ -353,10 +367,68 @@ static void test_few_rows(void)
     }
 }
 
+/*
+ * A chain of skinny GEMMs, each step's input matrix A times the previous
+ * result B (the pair order of matrix-chain paths): trace lays the
+ * intermediates out short side first, so that every step writes C with
+ * its long side contiguous and runs on the own kernel with nothing
+ * permuted. Short sides 23 and 29, long sides from 33 to 45 (the naive
+ * reference loops over all labels at once), the last step's output order
+ * fixed by the instance both ways. Results against the naive reference
+ * in both modes (with the team main sets).
+ */
+static void test_skinny_chain(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+    } chains[] = {
+        {"Ua,ab,bc,cd->Ud", "U=23,a=33,b=40,c=45,d=37"},
+        {"Ua,ab,bc,cd->dU", "U=29,a=35,b=33,c=41,d=34"},
+    };
+    for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
+        tu_sizes sp = {chains[c].sizes};
+        eb_instance *inst = tu_instance(chains[c].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", chains[c].fs);
+        if (!inst)
+            continue;
+        /* (0, 1), then the next input with the result: (0, last). */
+        eb_pair steps[8];
+        eb_path path = {.strategy = "chain", .steps = steps,
+                        .num_steps = inst->num_tensors - 1};
+        steps[0] = (eb_pair){0, 1};
+        for (int s = 1; s < path.num_steps; s++)
+            steps[s] = (eb_pair){0, inst->num_tensors - s - 1};
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 31 + c, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "%s %s: rel err %g", chains[c].fs,
+                     eb_mode_name((eb_mode)m), e);
+        }
+        eb_step_desc d[8];
+        int64_t arena;
+        eb_error err;
+        eb_fuse_opts fuse = eb_fuse_default_opts();
+        EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) ==
+                     EB_OK,
+                 "%s: trace compiles", chains[c].fs);
+        /* Every step but the last, whose output order is the instance's:
+         * the own kernel, nothing permuted. */
+        for (int s = 0; s + 1 < path.num_steps; s++) {
+            const eb_plan *p = &d[s].plan;
+            EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && !p->prep[0] &&
+                         !p->prep[1] && !p->post,
+                     "%s step %d: %s, %d + %d preparations, post %d",
+                     chains[c].fs, s, eb_kind_name(p->kind), p->prep[0],
+                     p->prep[1], p->post);
+        }
+        eb_instance_destroy(inst);
+    }
+}
+
 int main(void)
 {
     test_few_rows();
     test_vec_prep_dtype();
+    test_skinny_chain();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and
@@ -366,6 +438,7 @@ int main(void)
     for (int threads = 2; threads <= 3; threads++) {
         if (eb_team_create(threads, &tu_team, &err) == EB_OK) {
             test_cases();
+            test_skinny_chain();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
