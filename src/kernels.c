@@ -49,6 +49,10 @@ enum { SMALL_TILE = 1024 };
  */
 enum { KC_PANEL = 2560, KC_MAX = 512, CHUNK_MAX = 24 };
 
+/* Elements of B (256 KiB, half an L2) from which the row kernel prefetches
+ * B's next slice while computing one (eb_kern_gemm_rowc_avx2). */
+enum { PREFETCH_MIN_B = 32768 };
+
 /* Where the k-vector kernel (below) beats the row kernel with B's panels
  * copied: contiguous runs of K of at least KVEC_MIN_K, a K of at least
  * KVEC_MIN_TOTAL in all, and a side of C at most KVEC_MAX_SIDE (measured:
@@ -72,9 +76,8 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
                         int64_t sak, const int64_t *aoff, const double *b,
                         int64_t sbk, const int64_t *boff, double *cr,
                         int64_t scm, int64_t tail, __m256i mask, int add,
-                        const double *pf, int64_t pk0, int64_t pk1,
-                        const int mr, const int nv,
-                        const int masked, const int tab)
+                        const int mr, const int nv, const int masked,
+                        const int tab)
 {
     __m256d acc[4][6];
     _Pragma("GCC unroll 4")
@@ -89,16 +92,6 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
     for (int64_t k = 0; k < kc; k++) {
         const double *bk = b + (tab ? boff[k] : k * sbk);
         const double *ak = ar + (tab ? aoff[k] : k * sak);
-        if (pf && k >= pk0 && k < pk1) {
-            /* The same columns of the next slice of B, into L2 (see
-             * eb_kern_gemm_chunk_avx2). */
-            const double *pk = pf + k * sbk;
-            _Pragma("GCC unroll 3")
-            for (int v = 0; v < nv; v += 2)
-                _mm_prefetch((const char *)(pk + 4 * v), _MM_HINT_T1);
-            _mm_prefetch((const char *)(pk + EB_COL(nv - 1, nv, tail) + 3),
-                         _MM_HINT_T1);
-        }
         if (nv + mr * nv + 1 <= 16) {
             /* Vectors of B in registers, one broadcast of A at a time:
              * nv + mr nv + 1 of the 16 registers. */
@@ -163,15 +156,23 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
         for (int64_t q = 0; q < nq; q++) {
         const double *bq = b + q * w;
         double *cr = c + m * scm + q * w;
-        /* Row block i of nblk prefetches its share of the next slice's
-         * rows (all blocks together: the whole slice, spread evenly over
-         * the slice's computation). */
-        const double *pf = pfb ? pfb + q * w : NULL;
-        int64_t pk0 = pf ? kc * (m / mrow) / nblk : 0;
-        int64_t pk1 = pf ? kc * (m / mrow + 1) / nblk : 0;
+        if (pfb) {
+            /* Row block i of nblk prefetches its share of the next
+             * slice's rows of this chunk into L2 (all blocks together:
+             * the whole slice, spread over the slice's computation). */
+            int64_t i = m / mrow;
+            const double *pf = pfb + q * w;
+            for (int64_t k = kc * i / nblk; k < kc * (i + 1) / nblk; k++) {
+                for (int64_t x = 0; x < w; x += 8)
+                    _mm_prefetch((const char *)(pf + k * sbk + x),
+                                 _MM_HINT_T1);
+                _mm_prefetch((const char *)(pf + k * sbk + w - 1),
+                             _MM_HINT_T1);
+            }
+        }
 #define EB_BLK(MR, NV, MASKED) \
     eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, bq, sbk, boff, cr, scm, \
-                            tail, mask, add, pf, pk0, pk1, MR, NV, MASKED, tab)
+                            tail, mask, add, MR, NV, MASKED, tab)
 #define EB_BLK_NV(MR) \
     switch (w < 4 ? 0 : nv) { \
     case 0: EB_BLK(MR, 1, 1); break; \
@@ -271,11 +272,13 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                  * input larger than the caches) arrives while this slice
                  * computes: 404 x 21 x 480 with B from DRAM rose from 18
                  * to 29 GFLOP/s (docs/bench.md, "Small GEMMs, this
-                 * round"). */
+                 * round"). A B of fewer than PREFETCH_MIN_B elements is
+                 * taken to be in the caches already. */
                 const double *pfb =
-                    f0 + kslice < total ? bp + (f0 + kslice) * k->sbk
-                    : n0 + pw < N       ? b + n0 + pw
-                                        : NULL;
+                    total * N < PREFETCH_MIN_B ? NULL
+                    : f0 + kslice < total      ? bp + (f0 + kslice) * k->sbk
+                    : n0 + pw < N              ? b + n0 + pw
+                                               : NULL;
                 eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
                                         k->sak, NULL, bp + f0 * k->sbk,
                                         k->sbk, NULL, c + n0, scm, f0 > 0,
