@@ -349,17 +349,27 @@ static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
     layout_output(p, o, keep, nkeep, fixed, label_size, L);
 }
 
+/* Small batched matrices or a short K (SMALL_MNK, LOW_K). */
+static int tiny_gemm(const eb_plan *p)
+{
+    return (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) ||
+           p->K <= LOW_K;
+}
+
+/* Every side at most SMALL_SIDE, M and N multiples of 4. */
+static int small_square(const eb_plan *p)
+{
+    return p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
+           p->M % 4 == 0 && p->N % 4 == 0;
+}
+
 /* Is p (kind not yet set) a GEMM whose short side is from SKINNY_MN to
  * EB_SKINNY_SIDE - 1, not taken by the own kernel for other reasons? */
 static int mid_skinny(const eb_plan *p)
 {
     int64_t shorter = p->M < p->N ? p->M : p->N;
-    int tiny = (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) ||
-               p->K <= LOW_K;
-    int square = p->M <= SMALL_SIDE && p->N <= SMALL_SIDE &&
-                 p->K <= SMALL_SIDE && p->M % 4 == 0 && p->N % 4 == 0;
-    return shorter >= SKINNY_MN && shorter < EB_SKINNY_SIDE && !tiny &&
-           !square && p->dt == EB_F64;
+    return shorter >= SKINNY_MN && shorter < EB_SKINNY_SIDE &&
+           !tiny_gemm(p) && !small_square(p) && p->dt == EB_F64;
 }
 
 /* wide: take mid_skinny GEMMs to the own kernel (see eb_contract_plan). */
@@ -373,12 +383,11 @@ static eb_kind pick_kind(const eb_plan *p, int wide)
         return EB_KIND_DOT;
     if (p->dt != EB_F64) /* the own GEMM kernels are float64 code */
         return p->M == 1 || p->N == 1 ? EB_KIND_GEMV : EB_KIND_GEMM;
-    if ((p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) || p->K <= LOW_K)
+    if (tiny_gemm(p))
         return EB_KIND_SMALL_GEMM;
     if (p->M == 1 || p->N == 1)
         return EB_KIND_GEMV;
-    if (p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
-        p->M % 4 == 0 && p->N % 4 == 0)
+    if (small_square(p))
         return EB_KIND_SMALL_GEMM;
     if ((p->M < SKINNY_MN || p->N < SKINNY_MN || (wide && mid_skinny(p))) &&
         (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
@@ -722,9 +731,7 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
  */
 static int skinny_to_blas(const eb_plan *p)
 {
-    int tiny = (p->nbatch > 1 && p->M * p->N * p->K <= SMALL_MNK) ||
-               p->K <= LOW_K;
-    if (p->kind != EB_KIND_SMALL_GEMM || tiny || p->K1 > 1)
+    if (p->kind != EB_KIND_SMALL_GEMM || tiny_gemm(p) || p->K1 > 1)
         return 0;
     int t = p->scn != 1 && p->scm == 1;
     int64_t rows = t ? p->N : p->M, sbn = t ? p->sam : p->sbn;
