@@ -85,7 +85,8 @@ static int skinny_lead(const eb_instance *inst, const eb_schedule *sch,
     int n = inst->num_tensors;
     const int64_t *size = inst->label_size;
     const eb_sched_step *st = &sch->steps[slot - n];
-    const order *pa = &desired[st->a], *pb = &desired[st->b], *o = &desired[slot];
+    const order *pa = &desired[st->a], *pb = &desired[st->b];
+    const order *o = &desired[slot];
     order side[2] = {{0}, {0}}, bat = {0};
     int64_t len[2] = {1, 1}, K = 1;
     for (int q = 0; q < o->n; q++) {
@@ -151,7 +152,8 @@ static void plan_layouts(const eb_instance *inst, const eb_schedule *sch,
         }
         if (st->a >= n) {
             order *d = &desired[st->a];
-            int kfirst = skinny_lead(inst, sch, desired, st->a, &bb, &m, &k) == 0;
+            int kfirst =
+                skinny_lead(inst, sch, desired, st->a, &bb, &m, &k) == 0;
             d->n = 0;
             const order *parts[3] = {&bb, kfirst ? &k : &m, kfirst ? &m : &k};
             for (int p = 0; p < 3; p++)
@@ -160,9 +162,11 @@ static void plan_layouts(const eb_instance *inst, const eb_schedule *sch,
         }
         if (st->b >= n) {
             order *d = &desired[st->b];
-            int nfirst = skinny_lead(inst, sch, desired, st->b, &bb, &nn, &k) == 1;
+            int nfirst =
+                skinny_lead(inst, sch, desired, st->b, &bb, &nn, &k) == 1;
             d->n = 0;
-            const order *parts[3] = {&bb, nfirst ? &nn : &k, nfirst ? &k : &nn};
+            const order *parts[3] = {&bb, nfirst ? &nn : &k,
+                                     nfirst ? &k : &nn};
             for (int p = 0; p < 3; p++)
                 for (int q = 0; q < parts[p]->n; q++)
                     d->ids[d->n++] = parts[p]->ids[q];
