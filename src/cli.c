@@ -809,7 +809,7 @@ static int64_t moved_elems(const eb_plan *p)
     for (int s = 0; s < 2; s++)
         if (p->prep[s])
             n += p->prep_elems[s];
-    return n + (p->post ? p->out_elems : 0);
+    return n + p->bp_moved + (p->post ? p->out_elems : 0);
 }
 
 /* Trace's fused groups: which steps run together, along what, in blocks

@@ -661,6 +661,52 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
+/* Scratch one block of a blocked preparation fills: well inside L2, so
+ * that the kernel reads the block from cache, not memory. A preparation
+ * of less than BP_MIN_BLOCKS such blocks is done whole. */
+#ifndef BP_BYTES
+#define BP_BYTES (1 << 17)
+#endif
+enum { BP_MIN_BLOCKS = 2 };
+
+/*
+ * Blocked preparation (eb_plan.bp) of a small-GEMM step without batch
+ * labels whose A must be permuted (in eager's fixed orders, an operand
+ * whose free and contracted labels interleave): A is permuted block by
+ * block along its outermost m label into a scratch of about BP_BYTES,
+ * and each block's rows of C are computed from it while it is in cache.
+ * A whole preparation writes A to memory and the kernel reads it back.
+ * (Blocks along a batch label were tried and dropped: docs/bench.md.)
+ */
+static void plan_blocked(const axes *ax, const layout *best, const orders *o,
+                         const int *nsum, int fixed_order,
+                         const int64_t *label_size, eb_plan *p)
+{
+    if (!fixed_order || p->kind != EB_KIND_SMALL_GEMM || p->post ||
+        nsum[0] || nsum[1] || !p->prep[0] || o->b.n > 0 || o->m.n == 0)
+        return;
+    int d = o->m.id[0];
+    int64_t size = label_size[d], per = p->prep_elems[0] / size;
+    int64_t len = BP_BYTES / (int64_t)eb_dtype_size(p->dt) / per;
+    if (len < 2 || size < BP_MIN_BLOCKS * len)
+        return; /* (a block of one index would lose its dim 0) */
+    axes blk = best->lay[0]; /* compact, d outermost */
+    blk.size[0] = len;
+    blk.elems = per * len;
+    group none = {0};
+    make_xform(p->dt, &ax[0], &blk, &none, &p->xf[0]);
+    p->bp = 1;
+    p->bp_len = len;
+    p->bp_size = size;
+    p->bp_rows = p->M / size;
+    p->bp_in = stride_of(&ax[0], d);
+    p->bp_blk = blk.elems;
+    p->bp_moved = p->prep_elems[0];
+    p->prep[0] = 0;
+    p->prep_elems[0] = 0;
+    p->tmp_elems = EB_BP_PARTS * p->bp_blk;
+}
+
 static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
                         const axes *lb, eb_perm *ew)
 {
@@ -909,6 +955,9 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     fuse(kc, &o->n, label_size, &p->scn);
     if (skinny_to_blas(p))
         p->kind = EB_KIND_GEMM;
+    plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
+    if (p->bp)
+        return EB_OK;
     plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
                   label_size, p);
     return EB_OK;

@@ -62,6 +62,10 @@ typedef struct {
     int64_t permuted_elems;  /* elements written by permutations/reductions */
 } eb_exec_counters;
 
+/* Parts a blocked preparation (eb_plan.bp) splits over: each has its own
+ * block of scratch in tmp. */
+enum { EB_BP_PARTS = 4 };
+
 typedef struct {
     eb_dtype dt;                  /* element type of operands and output */
     eb_kind kind;
@@ -71,6 +75,16 @@ typedef struct {
     int prep[2];
     eb_xform xf[2];
     int64_t prep_elems[2];
+    /* Blocked preparation (EB_KIND_SMALL_GEMM without batch labels, fixed
+     * output order): when bp is set, A is not permuted whole but in blocks
+     * of bp_len indices of its outermost m label (bp_size long, stride
+     * bp_in in A; bp_rows rows of C per index): xf[0] (its dim 0 bp_len
+     * long) permutes a block into bp_blk elements of tmp (EB_BP_PARTS such
+     * blocks, one per part), and the kernel computes those rows of C from
+     * it while it is in cache. prep[0] is then 0; bp_moved: elements the
+     * blocks write per run. */
+    int bp;
+    int64_t bp_len, bp_size, bp_rows, bp_in, bp_blk, bp_moved;
     /* Batch dims and per-operand strides (0: A, 1: B, 2: C). */
     int nb;
     int64_t bshape[EB_MAX_RANK];

@@ -556,6 +556,63 @@ static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
         vec_part(&j, 0, 1);
 }
 
+typedef struct {
+    const eb_plan *p;
+    const double *a, *b; /* float64: the own GEMM kernel's only dtype */
+    double *c, *scratch;
+    eb_xform last; /* the preparation of the last, shorter block */
+    int parts;
+} bp_job;
+
+/* Part of a blocked preparation (eb_plan.bp): its share of the blocks of
+ * A's rows, each permuted into this part's scratch and multiplied from
+ * there. */
+static void bp_part(void *arg, int part, int nparts)
+{
+    (void)nparts;
+    const bp_job *j = arg;
+    const eb_plan *p = j->p;
+    long long lo, hi;
+    eb_team_split((p->bp_size + p->bp_len - 1) / p->bp_len, part, j->parts,
+                  &lo, &hi);
+    double *blk = j->scratch + part * p->bp_blk;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t i0 = t * p->bp_len;
+        int64_t len = p->bp_size - i0 < p->bp_len ? p->bp_size - i0 : p->bp_len;
+        eb_kern_xform(len == p->bp_len ? &p->xf[0] : &j->last,
+                      j->a + i0 * p->bp_in, blk, NULL);
+        small_gemm(p, len * p->bp_rows, p->N, blk, j->b,
+                   j->c + i0 * p->bp_rows * p->scm);
+    }
+}
+
+static void run_blocked(const eb_plan *p, const void *a, const void *b,
+                        void *c, void *tmp, eb_team *team,
+                        eb_exec_counters *cnt)
+{
+    bp_job j = {.p = p, .a = a, .b = b, .c = c, .scratch = tmp};
+    /* The last block's xform: dim 0 of the block's (which may have merged
+     * the dims inside it) scaled to its length. */
+    int64_t rem = p->bp_size % p->bp_len;
+    j.last = p->xf[0];
+    if (rem) {
+        j.last.shape[0] = j.last.shape[0] / p->bp_len * rem;
+        eb_xform_plan(&j.last);
+    }
+    int64_t nblk = (p->bp_size + p->bp_len - 1) / p->bp_len;
+    double work = (double)p->M * (double)p->N * (double)p->K;
+    int n = eb_team_size(team);
+    j.parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
+    j.parts = nblk < j.parts ? (int)nblk : j.parts;
+    if (j.parts > 1 && work >= PARALLEL_MIN_WORK) {
+        team_product(team, j.parts, bp_part, &j, work);
+    } else {
+        j.parts = 1;
+        bp_part(&j, 0, 1);
+    }
+    cnt->permuted_elems += p->bp_moved;
+}
+
 void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
                       void *prep0, void *prep1, void *tmp, void *out,
                       eb_team *team, eb_exec_counters *cnt)
@@ -574,6 +631,10 @@ void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
         xform(p, &p->xf[1], b, prep1, team);
         cnt->permuted_elems += p->prep_elems[1];
         b = prep1;
+    }
+    if (p->bp) {
+        run_blocked(p, a, b, out, tmp, team, cnt);
+        return;
     }
     if (p->kind == EB_KIND_VEC_GEMM) {
         run_vec(p, a, b, out, tmp, team);

@@ -613,20 +613,48 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
 }
 
 
+/* The 4 x 4 transpose of r[0..3] in place: r[j][x] <-> r[x][j]. */
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose4(__m256d *r)
+{
+    __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]),
+            t1 = _mm256_unpackhi_pd(r[0], r[1]),
+            t2 = _mm256_unpacklo_pd(r[2], r[3]),
+            t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
 /* One block of C for the vector-batch GEMM on packed rows: mb (1..3) rows
  * m by nn (1..4) columns n, for one vector of 4 elements of w, summed over
  * K in twelve registers at most. Row k of A's row i is at pa[i] + 8 k, of
  * B's column j at pb[j] + ldb k: each load feeds 3 or 4 multiply-adds, so
- * the packed block is read from L2 at the rate the FMA units use it. */
+ * the packed block is read from L2 at the rate the FMA units use it.
+ * With tr set (nn 4, the four columns one after another in C, w not), a
+ * row's four vectors along w are transposed in registers into four
+ * vectors along n and C is loaded and stored by those: 4 vector moves
+ * instead of 16 scalar ones through the stack, which on short K (16)
+ * cost as much as the multiply-adds. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
                        const double *const *pb, int64_t ldb, double *c,
                        const int64_t *cm, const int64_t *cn, int64_t scw,
-                       int add, const int mb, const int nn)
+                       int add, int tr, const int mb, const int nn)
 {
     __m256d acc[3][4];
     _Pragma("GCC unroll 3")
-    for (int i = 0; i < mb; i++)
+    for (int i = 0; i < mb; i++) {
+        if (nn == 4 && tr) {
+            _Pragma("GCC unroll 4")
+            for (int x = 0; x < 4; x++)
+                acc[i][x] = add ? _mm256_loadu_pd(c + cm[i] + cn[0] + x * scw)
+                                : _mm256_setzero_pd();
+            if (add)
+                transpose4(acc[i]);
+            continue;
+        }
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nn; j++) {
             const double *o = c + cm[i] + cn[j];
@@ -634,6 +662,7 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
                         : scw == 1 ? _mm256_loadu_pd(o)
                         : _mm256_setr_pd(o[0], o[scw], o[2 * scw], o[3 * scw]);
         }
+    }
     for (int64_t k = 0; k < K; k++) {
         __m256d bv[4];
         _Pragma("GCC unroll 4")
@@ -648,7 +677,14 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
         }
     }
     _Pragma("GCC unroll 3")
-    for (int i = 0; i < mb; i++)
+    for (int i = 0; i < mb; i++) {
+        if (nn == 4 && tr) {
+            transpose4(acc[i]);
+            _Pragma("GCC unroll 4")
+            for (int x = 0; x < 4; x++)
+                _mm256_storeu_pd(c + cm[i] + cn[0] + x * scw, acc[i][x]);
+            continue;
+        }
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nn; j++) {
             double *o = c + cm[i] + cn[j];
@@ -661,6 +697,7 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
                     o[x * scw] = t[x];
             }
         }
+    }
 }
 
 /* C for one packed block of wb elements of w, chunk by
@@ -681,6 +718,8 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
             int64_t kk = K - k0 < VEC_KSLICE ? K - k0 : VEC_KSLICE;
             for (int64_t n = 0; n < N; n += 4) {
                 int nn = N - n < 4 ? (int)(N - n) : 4;
+                int tr = nn == 4 && scw != 1 && cn[n + 1] == cn[n] + 1 &&
+                         cn[n + 2] == cn[n] + 2 && cn[n + 3] == cn[n] + 3;
                 for (int64_t m = 0; m < M; m += 3) {
                     int mb = M - m < 3 ? (int)(M - m) : 3;
                     for (int64_t h = 0; h < 8 && w8 + h + 4 <= wb; h += 4) {
@@ -693,7 +732,7 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
                         int add = k0 > 0;
 #define EB_VEC_BLOCK(MB, NN) \
     eb_kern_vec_block_avx2(kk, pai, pbj, 8 * N, cw, cm + m, cn + n, scw, add, \
-                           MB, NN)
+                           tr, MB, NN)
 #define EB_VEC_ROW(MB) \
     switch (nn) { \
     case 4: EB_VEC_BLOCK(MB, 4); break; \

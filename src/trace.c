@@ -316,7 +316,8 @@ static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
 static int64_t moved(const eb_plan *p)
 {
     return (p->prep[0] ? p->prep_elems[0] : 0) +
-           (p->prep[1] ? p->prep_elems[1] : 0) + (p->post ? p->out_elems : 0);
+           (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
+           (p->post ? p->out_elems : 0);
 }
 
 /* The operand views of step s: inputs as they are, intermediates compact

@@ -3,6 +3,7 @@
  * small) and on hundreds of seeded random einsums. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas.h"
 #include "check.h"
@@ -170,7 +171,38 @@ static const case_t cases[] = {
     {"amb,anb->mn", "a=3,m=7,b=601,n=5", EB_KIND_SMALL_GEMM, 0},
     /* Batched BLAS GEMMs split by batch rows. */
     {"bij,bjk->bik", "b=7,i=45,j=33,k=31", EB_KIND_GEMM, 0},
+    /* The vector-batch GEMM storing C through 4 x 4 transposes (n with
+     * unit stride in C, w not), also over K slices that add to C. */
+    {"ijb,jkb->ibk", "i=5,j=100,k=9,b=37", EB_KIND_VEC_GEMM, 0},
+    {"ijb,jkb->bik", "i=7,j=13,k=4,b=21", EB_KIND_VEC_GEMM, 0},
+    /* Blocked preparation: eager's A with free and contracted labels
+     * interleaved (lm's hf0lC,klhcf->0Ckc) permuted block by block along
+     * its outermost m label, B prepared whole; a last shorter block, none,
+     * blocks of one m label with another inside, and one too small to
+     * block. */
+    {"hfwlC,klhcf->wCkc", "h=3,f=3,w=500,l=3,C=5,k=3,c=3",
+     EB_KIND_SMALL_GEMM, 1},
+    {"hfwlC,klhcf->wCkc", "h=3,f=3,w=484,l=3,C=5,k=3,c=3",
+     EB_KIND_SMALL_GEMM, 1},
+    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=9", EB_KIND_SMALL_GEMM, 0},
+    {"wkxl,lkj->wxj", "w=9,k=5,x=4,l=3,j=9", EB_KIND_SMALL_GEMM, 1},
 };
+
+/* The cases above that eager runs with a blocked preparation (eb_plan.bp;
+ * its prepared A does not count in prep). */
+static const char *const blocked[][2] = {
+    {"hfwlC,klhcf->wCkc", "h=3,f=3,w=500,l=3,C=5,k=3,c=3"},
+    {"hfwlC,klhcf->wCkc", "h=3,f=3,w=484,l=3,C=5,k=3,c=3"},
+    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=9"},
+};
+
+static int is_blocked(const case_t *c)
+{
+    for (size_t k = 0; k < sizeof blocked / sizeof blocked[0]; k++)
+        if (!strcmp(c->fs, blocked[k][0]) && !strcmp(c->sizes, blocked[k][1]))
+            return 1;
+    return 0;
+}
 
 static void test_cases(void)
 {
@@ -195,6 +227,9 @@ static void test_cases(void)
                 EB_CHECK(d.plan.kind == cases[c].kind, "%s: kernel %s, want %s",
                          cases[c].fs, eb_kind_name(d.plan.kind),
                          eb_kind_name(cases[c].kind));
+            EB_CHECK(d.plan.bp == is_blocked(&cases[c]),
+                     "%s (%s): blocked preparation %d", cases[c].fs,
+                     cases[c].sizes, d.plan.bp);
             if (cases[c].prep >= 0)
                 EB_CHECK(d.plan.prep[0] + d.plan.prep[1] == cases[c].prep,
                          "%s: %d operand preparations, want %d", cases[c].fs,
