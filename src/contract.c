@@ -490,7 +490,7 @@ static void vec_group(const group *g, const axes *x0, const axes *x1,
 static int plan_vec(const axes *ax, const group *gb, const group *gm,
                     const group *gk, const group *gn, const int *nsum,
                     const int *keep, int nkeep, int fixed_order,
-                    const int64_t *label_size, eb_plan *p)
+                    const int64_t *label_size, int64_t max_sw, eb_plan *p)
 {
     if (p->dt != EB_F64 || (p->kind != EB_KIND_SMALL_GEMM &&
                              p->kind != EB_KIND_GEMM &&
@@ -500,11 +500,13 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
         p->K > EB_VEC_MAX_DIM || p->M * p->N * p->K > VEC_MAX_MNK)
         return 0;
     int w = -1;
-    for (int q = 0; q < gb->n && w < 0; q++)
-        if (stride_of(&ax[0], gb->id[q]) == 1 &&
-            stride_of(&ax[1], gb->id[q]) == 1 &&
+    for (int q = 0; q < gb->n && w < 0; q++) {
+        int64_t s0 = stride_of(&ax[0], gb->id[q]),
+                s1 = stride_of(&ax[1], gb->id[q]);
+        if (s0 >= 1 && s0 <= max_sw && s1 >= 1 && s1 <= max_sw &&
             label_size[gb->id[q]] >= VEC_MIN_W)
             w = gb->id[q];
+    }
     if (w < 0)
         return 0;
     /* Output: the required order, else (other batch, m, n, w) so that
@@ -536,6 +538,8 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     p->out_elems = c.elems;
     p->tmp_elems = EB_VEC_WBLOCK * (p->M * p->K + p->K * p->N); /* packs */
     p->vw = label_size[w];
+    p->vsw[0] = stride_of(&ax[0], w);
+    p->vsw[1] = stride_of(&ax[1], w);
     p->vscw = stride_of(&c, w);
     p->nb = rest.n;
     for (int q = 0; q < rest.n; q++) {
@@ -555,8 +559,9 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
 /* Matrices of at most this many multiply-adds per batch element may take
  * the vector-batch form after permuting one operand (plan_vec_prep): on
  * larger ones the own and BLAS kernels on compact matrices win despite
- * the extra permutation. */
-enum { VEC_PREP_MAX_MNK = 1 << 15 };
+ * the extra permutation. Up to a stride of VEC_GATHER_SW (a cache line)
+ * the operand is not permuted but gathered by the pack. */
+enum { VEC_PREP_MAX_MNK = 1 << 15, VEC_GATHER_SW = 8 };
 
 /* Is a batch label of x stored inside the span of its other labels? Then
  * one small GEMM per batch element reads each of its rows from another
@@ -622,6 +627,16 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     }
     if (w < 0 || ax[y].elems >= batched_cost(p, ax, gb))
         return 0;
+    /* A small stride of w (a short innermost dim inside it, say lm's
+     * hmf0F with F of 4) whose inner labels are the pack's inner rows
+     * (k for A, n for B), so that each line is used whole while cached:
+     * the pack gathers w in place, nothing is permuted. */
+    int64_t sw = stride_of(&ax[y], w);
+    int gather = sw <= VEC_GATHER_SW;
+    for (int q = 0; q < ax[y].n && gather; q++)
+        if (ax[y].stride[q] < sw)
+            gather = find((y ? gn : gk)->id, (y ? gn : gk)->n,
+                          ax[y].id[q]) >= 0;
     /* The other labels in their memory order (largest stride first), so
      * that the permutation moves w alone. */
     group g = {0};
@@ -650,8 +665,15 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     p->M = M;
     p->N = N;
     p->K = K;
+    if (gather) {
+        if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                      label_size, VEC_GATHER_SW, p))
+            return 0; /* not reached: w qualifies */
+        p->flops = (double)nbatch * (double)M * (double)N * (double)K * 2;
+        return 1;
+    }
     if (!plan_vec(lay, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
-                  label_size, p))
+                  label_size, 1, p))
         return 0; /* not reached: lay has w with unit stride in both */
     group none = {0};
     make_xform(p->dt, &ax[y], &lay[y], &none, &p->xf[y]);
@@ -848,7 +870,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     p->tmp_elems = 0;
     int nsum[2] = {sum[0].n, sum[1].n};
     if (b && plan_vec(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
-                      label_size, p)) {
+                      label_size, 1, p)) {
         p->flops = (double)p->nbatch * (double)p->M * (double)p->N *
                    (double)p->K * 2;
         return EB_OK;

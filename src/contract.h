@@ -96,12 +96,12 @@ typedef struct {
      * (read in place, eb_gemm_k); then sak and sbk are the inner strides
      * and sak1, sbk1 the outer ones. K1 = 1 otherwise. */
     int64_t K1, sak1, sbk1;
-    /* EB_KIND_VEC_GEMM: the batch dim of length vw has unit stride in both
-     * (unpermuted) operands and stride vscw in C; it is left out of
-     * bshape. The m, n and k groups keep their dims: vdims[g] dims of
+    /* EB_KIND_VEC_GEMM: the batch dim of length vw has stride vsw[s] in
+     * operand s (1, or a small stride read in place: plan_vec_prep) and
+     * stride vscw in C; it is left out of bshape. The m, n and k groups keep their dims: vdims[g] dims of
      * vshape[g], with strides vstride[g][0] and [1] in (A, C) for m,
      * (B, C) for n and (A, B) for k. */
-    int64_t vw, vscw;
+    int64_t vw, vsw[2], vscw;
     int vdims[3];
     /* Output: compact over out_ids (in this order). When post is set, the
      * kernel writes a scratch of tmp_elems in its natural layout and xf_post

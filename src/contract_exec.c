@@ -523,10 +523,10 @@ static void vec_part(void *arg, int part, int nparts)
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t w0 = lo; w0 < hi; w0 += sub) {
             int64_t wb = hi - w0 < sub ? hi - w0 : sub;
-            eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0, j->am, j->ak,
-                             wb, mk, pa);
-            eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0, j->bk, j->bn,
-                             wb, kn, pb);
+            eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0 * p->vsw[0],
+                             j->am, j->ak, wb, p->vsw[0], mk, pa);
+            eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0 * p->vsw[1],
+                             j->bk, j->bn, wb, p->vsw[1], kn, pb);
             eb_kern_vec_gemm(wb, p->M, p->N, p->K, pa, pb,
                              j->c + off[2] + w0 * p->vscw, j->cm, j->cn,
                              p->vscw);

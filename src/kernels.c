@@ -756,6 +756,30 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
     }
 }
 
+/* eb_kern_vec_pack with w strided (sw > 1): gathers of 4 elements. */
+__attribute__((target("avx2"))) static void
+eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
+                              const double *src, const int64_t *oi,
+                              const int64_t *oj, int64_t wb, int64_t sw,
+                              int64_t rows, double *dst)
+{
+    int64_t full = wb / 8 * 8;
+    __m256i idx = _mm256_setr_epi64x(0, sw, 2 * sw, 3 * sw);
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = 0; j < nj; j++) {
+            const double *s = src + oi[i] + oj[j];
+            double *d = dst + (i * nj + j) * 8;
+            for (int64_t x = 0; x < full; x += 8) {
+                _mm256_storeu_pd(d + x * rows,
+                                 _mm256_i64gather_pd(s + x * sw, idx, 8));
+                _mm256_storeu_pd(d + x * rows + 4,
+                                 _mm256_i64gather_pd(s + (x + 4) * sw, idx, 8));
+            }
+            for (int64_t x = full; x < wb; x++)
+                d[full * rows + x - full] = s[x * sw];
+        }
+}
+
 __attribute__((target("avx2"))) static void
 eb_kern_vec_pack_avx2(int64_t i0, int64_t i1, int64_t nj, const double *src,
                       const int64_t *oi, const int64_t *oj, int64_t wb,
@@ -790,10 +814,14 @@ eb_kern_vec_pack_avx2(int64_t i0, int64_t i1, int64_t nj, const double *src,
 
 void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
                       const int64_t *oi, const int64_t *oj, int64_t wb,
-                      int64_t rows, double *dst)
+                      int64_t sw, int64_t rows, double *dst)
 {
     if (__builtin_cpu_supports("avx2")) {
-        eb_kern_vec_pack_avx2(i0, i1, nj, src, oi, oj, wb, rows, dst);
+        if (sw == 1)
+            eb_kern_vec_pack_avx2(i0, i1, nj, src, oi, oj, wb, rows, dst);
+        else
+            eb_kern_vec_pack_strided_avx2(i0, i1, nj, src, oi, oj, wb, sw,
+                                          rows, dst);
         return;
     }
     for (int64_t i = i0; i < i1; i++)
@@ -801,7 +829,7 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
             const double *s = src + oi[i] + oj[j];
             double *d = dst + (i * nj + j) * 8;
             for (int64_t x = 0; x < wb; x++)
-                d[x / 8 * 8 * rows + x % 8] = s[x];
+                d[x / 8 * 8 * rows + x % 8] = s[x * sw];
         }
 }
 

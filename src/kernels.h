@@ -51,11 +51,13 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
 enum { EB_VEC_WBLOCK = 64, EB_VEC_MAX_DIM = 512 };
 
 /* Pack rows (i, j), i in [i0, i1), j < nj, of a block of wb elements:
- * element x of row (i, j) = src[oi[i] + oj[j] + x] goes to
- * dst[(x / 8) * 8 * rows + (i * nj + j) * 8 + x % 8], rows = (all i) * nj. */
+ * element x of row (i, j) = src[oi[i] + oj[j] + x sw] goes to
+ * dst[(x / 8) * 8 * rows + (i * nj + j) * 8 + x % 8], rows = (all i) * nj.
+ * sw >= 1 is w's stride in src (a small one: w's run interleaved with a
+ * short innermost dim, read in place instead of permuted first). */
 void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
                       const int64_t *oi, const int64_t *oj, int64_t wb,
-                      int64_t rows, double *dst);
+                      int64_t sw, int64_t rows, double *dst);
 
 /* C for one block packed by eb_kern_vec_pack: pa with rows (m, k), pb
  * with rows (k, n). c points at the block's first w. */

@@ -146,11 +146,16 @@ static const case_t cases[] = {
      * it first. A batch label in the middle of A, one at the end of B
      * (eager's canonical orders on the lm networks), a batched GEMV,
      * another batch dim, C with w not innermost; w below VEC_MIN_W and
-     * matrices past VEC_PREP_MAX_MNK stay with the other kernels. */
+     * matrices past VEC_PREP_MAX_MNK stay with the other kernels. Where
+     * w's stride in that operand is at most 8 and the labels inside it
+     * are the pack's inner rows (k in A, n in B), the pack gathers it in
+     * place (the next three: none permuted); vIpb,bHI has b's stride 6
+     * in B over I, a contracted label: permuted. */
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=37", EB_KIND_VEC_GEMM, 1},
-    {"bY,JKYb->bJK", "b=53,Y=7,J=3,K=5", EB_KIND_VEC_GEMM, 1},
-    {"MkNbK,PkQKb->MNbPQ", "M=3,k=2,N=5,K=3,P=2,Q=3,b=41", EB_KIND_VEC_GEMM, 1},
-    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 1},
+    {"bY,JKYb->bJK", "b=53,Y=7,J=3,K=5", EB_KIND_VEC_GEMM, 0},
+    {"MkNbK,PkQKb->MNbPQ", "M=3,k=2,N=5,K=3,P=2,Q=3,b=41", EB_KIND_VEC_GEMM, 0},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 0},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=12,w=29", EB_KIND_VEC_GEMM, 1},
     {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
     {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
