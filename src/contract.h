@@ -135,6 +135,16 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            const int64_t *label_size, eb_dtype dt,
                            eb_plan *plan, eb_error *err);
 
+/* eb_contract_plan in a fixed output order (eager's), then also with a
+ * free label of one operand peeled into the batch loop (the other operand
+ * read with stride 0 along it): taken when that moves fewer elements
+ * (an operand whose outermost free label keeps the rest from fusing is
+ * then read in place instead of permuted whole). */
+eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
+                                const int *keep, int nkeep,
+                                const int64_t *label_size, eb_dtype dt,
+                                eb_plan *plan, eb_error *err);
+
 /* Execute a plan. All buffers hold elements of plan->dt. prep0/prep1/tmp
  * are scratch buffers of the sizes the plan asks for (in elements; NULL
  * where not needed); out has plan->out_elems elements. The

@@ -43,9 +43,13 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
                          eb_error *err)
 {
     eb_plan plan;
-    eb_status st = eb_contract_plan(&a->v, b ? &b->v : NULL, keep, nkeep,
-                                    fixed, c->inst->label_size, c->inst->dt,
-                                    &plan, err);
+    eb_status st =
+        b && fixed ? eb_contract_plan_peel(&a->v, &b->v, keep, nkeep,
+                                           c->inst->label_size, c->inst->dt,
+                                           &plan, err)
+                   : eb_contract_plan(&a->v, b ? &b->v : NULL, keep, nkeep,
+                                      fixed, c->inst->label_size,
+                                      c->inst->dt, &plan, err);
     if (st)
         return st;
     if (c->descs) {

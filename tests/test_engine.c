@@ -189,8 +189,16 @@ static const case_t cases[] = {
      EB_KIND_SMALL_GEMM, 1},
     {"hfwlC,klhcf->wCkc", "h=3,f=3,w=484,l=3,C=5,k=3,c=3",
      EB_KIND_SMALL_GEMM, 1},
-    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=9", EB_KIND_SMALL_GEMM, 0},
+    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=200", EB_KIND_SMALL_GEMM, 0},
     {"wkxl,lkj->wxj", "w=9,k=5,x=4,l=3,j=9", EB_KIND_SMALL_GEMM, 1},
+    /* Eager's peeling (eb_contract_plan_peel): B's outermost free label
+     * run as a batch label (A read with stride 0 along it), B read in
+     * place instead of permuted whole; a BLAS GEMM turned into a batch of
+     * own ones; too small to try. */
+    {"RBQ,LRwB->QLw", "R=4,B=4,Q=4,L=6,w=401", EB_KIND_SMALL_GEMM, 0},
+    {"ac,dcf->adf", "a=11,c=19,d=113,f=19", EB_KIND_SMALL_GEMM, 0},
+    {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=2100", EB_KIND_SMALL_GEMM, 0},
+    {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=21", EB_KIND_SMALL_GEMM, 1},
 };
 
 /* The cases above that eager runs with a blocked preparation (eb_plan.bp;
@@ -198,7 +206,7 @@ static const case_t cases[] = {
 static const char *const blocked[][2] = {
     {"hfwlC,klhcf->wCkc", "h=3,f=3,w=500,l=3,C=5,k=3,c=3"},
     {"hfwlC,klhcf->wCkc", "h=3,f=3,w=484,l=3,C=5,k=3,c=3"},
-    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=9"},
+    {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=200"},
 };
 
 static int is_blocked(const case_t *c)
