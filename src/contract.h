@@ -98,9 +98,10 @@ typedef struct {
     int64_t K1, sak1, sbk1;
     /* EB_KIND_VEC_GEMM: the batch dim of length vw has stride vsw[s] in
      * operand s (1, or a small stride read in place: plan_vec_prep) and
-     * stride vscw in C; it is left out of bshape. The m, n and k groups keep their dims: vdims[g] dims of
-     * vshape[g], with strides vstride[g][0] and [1] in (A, C) for m,
-     * (B, C) for n and (A, B) for k. */
+     * stride vscw in C; it is left out of bshape. The m, n and k groups
+     * keep their dims: vdims[g] dims of vshape[g], with strides
+     * vstride[g][0] and [1] in (A, C) for m, (B, C) for n and (A, B) for
+     * k. */
     int64_t vw, vsw[2], vscw;
     int vdims[3];
     /* Output: compact over out_ids (in this order). When post is set, the
