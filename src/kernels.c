@@ -439,9 +439,10 @@ static void eb_kern_gemm_dots(int64_t M, int64_t N, int64_t K,
  * (narrower B's rows lie next to each other), a K of 32 or more (a short
  * K's strips stay in cache) and a B of 2^16 elements or more. Measured
  * (thread CPU time, 8 GEMMs from DRAM, B row-major, at a load of 4):
- * 4 x 8192 x 256 1.9 -> 10.0 GFLOP/s, 1 x 8192 x 256 1.5 -> 3.8,
- * 6 x 1000 x 1000 6.4 -> 14.7, 4 x 32 x 4000 12.9 -> 22.0; 2 x 20 x 4000
- * 17.7 -> 11.9 (hence N >= 24), 8 x 8192 x 256 7.3 -> 7.8 (hence M <= 6).
+ * 4 x 8192 x 256 3.2-4.1 -> 10.0 GFLOP/s, 1 x 8192 x 256 1.5 -> 3.8,
+ * 6 x 1000 x 1000 4.5-6.4 -> 14.1-14.7, 4 x 32 x 4000 12.9 -> 22.0;
+ * 2 x 20 x 4000 17.7 -> 11.9 (hence N >= 24), 8 x 8192 x 256 6.4-7.3 ->
+ * 4.0-5.3 (hence M <= 6).
  */
 #ifndef FEW_ROWS_COLS
 #define FEW_ROWS_COLS 512
@@ -450,7 +451,8 @@ enum { FEW_ROWS_MAX = 6, FEW_ROWS_MIN_N = 24, FEW_ROWS_MIN_K = 32,
        FEW_ROWS_MIN_B = 1 << 16 };
 
 /* Row k of A's rows (broadcast) times B's chunk row(s), into C's chunk:
- * nk (1 or 2) rows of B from b0 and b1, C overwritten when `first`. */
+ * nk (1 or 2) rows of B from b0 and b1, C overwritten when `first`; the
+ * same columns of the rows at p0 and p1 are prefetched (p0 NULL: none). */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 few_rows_update(int64_t w, const double *a0, const double *a1, int64_t sam,
                 const double *b0, const double *b1, const double *p0,
