@@ -35,9 +35,9 @@ enum { SMALL_TILE = 1024 };
 #endif
 
 /*
- * The small GEMM works on column chunks of C, at most 24 wide: every
+ * The small GEMM works on column chunks of C, at most 16 wide: every
  * chunk is computed in full-width register blocks of mr rows by nv
- * vectors of 4 (12 to 15 accumulators), the chunk's last vector shifted
+ * vectors of 4 (8 to 12 accumulators), the chunk's last vector shifted
  * left to end at the chunk's last column (it recomputes a few columns of
  * the previous vector, bit for bit the same values) so that no column is
  * left to a one-chain tail loop. K is walked through offset tables (row k
@@ -47,11 +47,18 @@ enum { SMALL_TILE = 1024 };
  * K is cut into slices whose panel of B (slice x chunk) stays in L1, and
  * slices after the first add to C.
  */
-enum { KC_PANEL = 2560, KC_MAX = 512, CHUNK_MAX = 24 };
+enum { KC_PANEL = 2560, KC_MAX = 512, CHUNK_MAX = 16 };
 
 /* Elements of B (256 KiB, half an L2) from which the row kernel prefetches
  * B's next slice while computing one (eb_kern_gemm_rowc_avx2). */
 enum { PREFETCH_MIN_B = 32768 };
+
+/* A of at least PREFETCH_MIN_A elements (beyond L1), rows contiguous
+ * along k: the row kernel's first panel prefetches A's rows about
+ * PREFETCH_A_BYTES ahead of the row block it computes, so that an A
+ * streamed from memory does not stall every block (1748 x 19 x 19 with A
+ * from DRAM: docs/bench.md, "Small GEMMs, third round"). */
+enum { PREFETCH_MIN_A = 4096, PREFETCH_A_BYTES = 4096 };
 
 /* Where the k-vector kernel (below) beats the row kernel with B's panels
  * copied: contiguous runs of K of at least KVEC_MIN_K, a K of at least
@@ -61,9 +68,9 @@ enum { PREFETCH_MIN_B = 32768 };
  * against 24, docs/engine-gemm.md). */
 enum { KVEC_MIN_K = 8, KVEC_MIN_TOTAL = 64, KVEC_MAX_SIDE = 32 };
 
-/* Rows per register block for nv vectors: 12 to 15 accumulators and the
- * vectors of B of one k in 16 registers. */
-static int block_rows(int nv) { return nv <= 3 ? 4 : nv == 4 ? 3 : 2; }
+/* Rows per register block for nv <= 4 vectors: 8 to 12 accumulators and
+ * the vectors of B of one k in 16 registers. */
+static int block_rows(int nv) { return nv <= 3 ? 4 : 3; }
 
 /* Column of vector v of a chunk of nv vectors whose last one starts at
  * `tail`. */
@@ -79,10 +86,10 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
                         const int mr, const int nv, const int masked,
                         const int tab)
 {
-    __m256d acc[4][6];
+    __m256d acc[4][4];
     _Pragma("GCC unroll 4")
     for (int r = 0; r < mr; r++)
-        _Pragma("GCC unroll 6")
+        _Pragma("GCC unroll 4")
         for (int v = 0; v < nv; v++) {
             const double *o = cr + r * scm + EB_COL(v, nv, tail);
             acc[r][v] = !add     ? _mm256_setzero_pd()
@@ -95,15 +102,15 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
         if (nv + mr * nv + 1 <= 16) {
             /* Vectors of B in registers, one broadcast of A at a time:
              * nv + mr nv + 1 of the 16 registers. */
-            __m256d bv[6];
-            _Pragma("GCC unroll 6")
+            __m256d bv[4];
+            _Pragma("GCC unroll 4")
             for (int v = 0; v < nv; v++)
                 bv[v] = masked ? _mm256_maskload_pd(bk, mask)
                                : _mm256_loadu_pd(bk + EB_COL(v, nv, tail));
             _Pragma("GCC unroll 4")
             for (int r = 0; r < mr; r++) {
                 __m256d av = _mm256_broadcast_sd(ak + r * sam);
-                _Pragma("GCC unroll 6")
+                _Pragma("GCC unroll 4")
                 for (int v = 0; v < nv; v++)
                     acc[r][v] = _mm256_fmadd_pd(av, bv[v], acc[r][v]);
             }
@@ -114,7 +121,7 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
             _Pragma("GCC unroll 4")
             for (int r = 0; r < mr; r++)
                 av[r] = _mm256_broadcast_sd(ak + r * sam);
-            _Pragma("GCC unroll 6")
+            _Pragma("GCC unroll 4")
             for (int v = 0; v < nv; v++) {
                 __m256d bv = masked ? _mm256_maskload_pd(bk, mask)
                                     : _mm256_loadu_pd(bk + EB_COL(v, nv, tail));
@@ -126,7 +133,7 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
     }
     _Pragma("GCC unroll 4")
     for (int r = 0; r < mr; r++)
-        _Pragma("GCC unroll 6")
+        _Pragma("GCC unroll 4")
         for (int v = 0; v < nv; v++) {
             double *o = cr + r * scm + EB_COL(v, nv, tail);
             if (masked)
@@ -143,9 +150,14 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
                         const double *a, int64_t sam, int64_t sak,
                         const int64_t *aoff, const double *b, int64_t sbk,
                         const int64_t *boff, double *c, int64_t scm, int add,
-                        const double *pfb, const int tab)
+                        const double *pfb, int pfa, const int tab)
 {
     int nv = w < 4 ? 1 : (int)((w + 3) / 4), mrow = block_rows(nv);
+    /* Rows of A prefetched ahead of the row block (pfa: A's rows are
+     * contiguous along k and may come from memory): about
+     * PREFETCH_A_BYTES ahead, at least one block. */
+    int64_t pfd = PREFETCH_A_BYTES / (8 * kc);
+    pfd = pfd < mrow ? mrow : pfd;
     int64_t tail = w < 4 ? 0 : w - 4;
     __m256i mask = _mm256_setr_epi64x(-1, w > 1 ? -1 : 0, w > 2 ? -1 : 0,
                                       w > 3 ? -1 : 0);
@@ -153,6 +165,13 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
     for (int64_t m = 0; m < M; m += mrow) {
         int mr = M - m < mrow ? (int)(M - m) : mrow;
         const double *ar = a + m * sam;
+        if (pfa)
+            for (int64_t r = m + pfd; r < m + pfd + mr && r < M; r++) {
+                const double *pa = a + r * sam;
+                for (int64_t x = 0; x < kc; x += 8)
+                    _mm_prefetch((const char *)(pa + x), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pa + kc - 1), _MM_HINT_T0);
+            }
         for (int64_t q = 0; q < nq; q++) {
         const double *bq = b + q * w;
         double *cr = c + m * scm + q * w;
@@ -179,9 +198,7 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
     case 1: EB_BLK(MR, 1, 0); break; \
     case 2: EB_BLK(MR, 2, 0); break; \
     case 3: EB_BLK(MR, 3, 0); break; \
-    case 4: EB_BLK(MR, 4, 0); break; \
-    case 5: EB_BLK(MR, 5, 0); break; \
-    default: EB_BLK(MR, 6, 0); break; \
+    default: EB_BLK(MR, 4, 0); break; \
     }
         switch (mr) {
         case 4: EB_BLK_NV(4) break;
@@ -196,7 +213,11 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
 }
 
 /* Width of the chunk that starts `left` columns before C's end: 12 (a
- * 4 x 3 block) while more than CHUNK_MAX remain, then all the rest. */
+ * 4 x 3 block) while more than CHUNK_MAX remain, then all the rest. A
+ * last chunk of 17 to 24 columns as one block of 2 rows by 5 or 6
+ * vectors ran at 23-25 GFLOP/s where 12 and the rest run at 33-39
+ * (600 x N x 19, N = 17..24, thread CPU time; docs/bench.md, "Small
+ * GEMMs, third round"). */
 static int64_t chunk_width(int64_t left)
 {
     return left > CHUNK_MAX ? 12 : left;
@@ -282,7 +303,8 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
                                         k->sak, NULL, bp + f0 * k->sbk,
                                         k->sbk, NULL, c + n0, scm, f0 > 0,
-                                        pfb, 0);
+                                        pfb, n0 == 0 && k->sak == 1 &&
+                                        M * total >= PREFETCH_MIN_A, 0);
                 continue;
             }
             k_offsets(f0, kc, K, k, aoff, boff);
@@ -296,7 +318,7 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 bp = bt;
             }
             eb_kern_gemm_chunk_avx2(M, w, nq, kc, a, sam, 0, aoff, bp, 0, boff,
-                                    c + n0, scm, f0 > 0, NULL, 1);
+                                    c + n0, scm, f0 > 0, NULL, 0, 1);
         }
         n0 += pw;
     }

@@ -345,12 +345,59 @@ static void test_random(void)
     EB_CHECK(tested >= 500, "only %d random cases built", tested);
 }
 
-/* eb_kern_small_gemm on C's of 1 to 8 rows and B's from 10^3 to 10^5
- * elements (the few-rows streaming kernel takes M <= 6, N >= 24 and B of
- * 2^16 elements or more; the others take the register-blocked kernels),
- * odd N (a masked tail), odd K (an unpaired row), a two-level K, padded
- * strides, and C row-major, column-major and strided both ways, against a
- * plain double loop. */
+/* eb_kern_small_gemm(M, N, K (K1 blocks)) against a plain double loop:
+ * A's rows padded (sam = total + 3), B's rows padded (N + 5), k1 blocks of
+ * K rows; C row-major (colc 0: rows N + 2 apart), column-major (1:
+ * columns M + 1 apart) or strided both ways (2: every other element of
+ * rows 2 N + 3 apart). */
+static void check_small_gemm(int64_t M, int64_t N, int64_t K, int64_t K1,
+                             int colc, uint64_t *seed)
+{
+    int64_t total = K * K1, sam = total + 3, sbk = N + 5;
+    int64_t scm = colc == 0 ? N + 2 : colc == 1 ? 1 : 2 * N + 3;
+    int64_t scn = colc == 0 ? 1 : colc == 1 ? M + 1 : 2;
+    double *a = malloc(sizeof *a * (size_t)(M * sam));
+    double *b = malloc(sizeof *b * (size_t)(total * sbk));
+    double *c = malloc(sizeof *c * (size_t)(M * (2 * N + 3) + N * (M + 1)));
+    if (!a || !b || !c) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(c);
+        return;
+    }
+    for (int64_t i = 0; i < M * sam; i++)
+        a[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
+                   16777216.0 - 0.5;
+    for (int64_t i = 0; i < total * sbk; i++)
+        b[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
+                   16777216.0 - 0.5;
+    /* k = k1 K + kk: A's k1 blocks K apart, B's K rows apart. */
+    eb_gemm_k k = {K1, K, 1, K * sbk, sbk};
+    eb_kern_small_gemm(M, N, K, a, sam, b, 1, &k, c, scm, scn);
+    double worst = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double ref = 0, mag = 0;
+            for (int64_t f = 0; f < total; f++) {
+                double x = a[m * sam + f] * b[f * sbk + n];
+                ref += x;
+                mag += fabs(x);
+            }
+            double e = fabs(c[m * scm + n * scn] - ref) / (mag > 0 ? mag : 1);
+            worst = e > worst ? e : worst;
+        }
+    EB_CHECK(worst <= 1e-13, "small gemm %lld x %lld x %lld (K1 %lld, C %s): "
+             "relative error %g", (long long)M, (long long)N, (long long)K,
+             (long long)K1,
+             colc == 0 ? "row" : colc == 1 ? "column" : "strided", worst);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* C's of 1 to 8 rows and B's from 10^3 to 10^5 elements (the few-rows
+ * streaming kernel takes M <= 6, N >= 24 and B of 2^16 elements or more;
+ * the others take the register-blocked kernels), odd N (a masked tail),
+ * odd K (an unpaired row), a two-level K, every C layout. */
 static void test_few_rows(void)
 {
     static const struct {
@@ -361,58 +408,25 @@ static void test_few_rows(void)
         {8, 100, 700, 1}, {4, 23, 4000, 1}, {6, 40, 33, 1}, {4, 64, 1025, 3},
     };
     uint64_t seed = 99;
-    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
-        int64_t M = shapes[t].M, N = shapes[t].N, K = shapes[t].K;
-        int64_t K1 = shapes[t].K1, total = K * K1;
-        for (int colc = 0; colc <= 2; colc++) {
-            /* A: M rows of sam = total + 3; B: rows of N + 5 (padded),
-             * k1 blocks of K rows; C: rows N + 2 apart (row-major),
-             * columns M + 1 apart (column-major), or every other element
-             * of rows 2 N + 3 apart. */
-            int64_t sam = total + 3, sbk = N + 5;
-            int64_t scm = colc == 0 ? N + 2 : colc == 1 ? 1 : 2 * N + 3;
-            int64_t scn = colc == 0 ? 1 : colc == 1 ? M + 1 : 2;
-            double *a = malloc(sizeof *a * (size_t)(M * sam));
-            double *b = malloc(sizeof *b * (size_t)(total * sbk));
-            double *c = malloc(sizeof *c * (size_t)(M * (2 * N + 3) +
-                                                    N * (M + 1)));
-            if (!a || !b || !c) {
-                EB_CHECK(0, "out of memory");
-                free(a), free(b), free(c);
-                return;
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+        for (int colc = 0; colc <= 2; colc++)
+            check_small_gemm(shapes[t].M, shapes[t].N, shapes[t].K,
+                             shapes[t].K1, colc, &seed);
+}
+
+/* The row kernel's column chunks (12 wide while more than 16 remain, then
+ * the rest; the last vector of a chunk shifted left) and row blocks (3 or
+ * 4 rows, then the rest): every N from 1 to 41 on 7 and 13 rows, a K of
+ * 19 in one or three blocks, C row-major and strided. */
+static void test_row_chunks(void)
+{
+    uint64_t seed = 7;
+    for (int64_t N = 1; N <= 41; N++)
+        for (int64_t M = 7; M <= 13; M += 6)
+            for (int64_t K1 = 1; K1 <= 3; K1 += 2) {
+                check_small_gemm(M, N, 19, K1, 0, &seed);
+                check_small_gemm(M, N, 19, K1, 2, &seed);
             }
-            for (int64_t i = 0; i < M * sam; i++)
-                a[i] = (double)((seed = seed * 6364136223846793005ULL + 1)
-                                >> 40) / 16777216.0 - 0.5;
-            for (int64_t i = 0; i < total * sbk; i++)
-                b[i] = (double)((seed = seed * 6364136223846793005ULL + 1)
-                                >> 40) / 16777216.0 - 0.5;
-            /* k = k1 K + kk: A's k1 blocks K apart, B's K rows apart. */
-            eb_gemm_k k = {K1, K, 1, K * sbk, sbk};
-            eb_kern_small_gemm(M, N, K, a, sam, b, 1, &k, c, scm, scn);
-            double worst = 0;
-            for (int64_t m = 0; m < M; m++)
-                for (int64_t n = 0; n < N; n++) {
-                    double ref = 0, mag = 0;
-                    for (int64_t f = 0; f < total; f++) {
-                        double x = a[m * sam + f] * b[f * sbk + n];
-                        ref += x;
-                        mag += fabs(x);
-                    }
-                    double e = fabs(c[m * scm + n * scn] - ref) /
-                               (mag > 0 ? mag : 1);
-                    worst = e > worst ? e : worst;
-                }
-            EB_CHECK(worst <= 1e-13, "small gemm %lld x %lld x %lld (K1 "
-                     "%lld, C %s): relative error %g", (long long)M,
-                     (long long)N, (long long)K, (long long)K1,
-                     colc == 0 ? "row" : colc == 1 ? "column" : "strided",
-                     worst);
-            free(a);
-            free(b);
-            free(c);
-        }
-    }
 }
 
 /*
@@ -475,6 +489,7 @@ static void test_skinny_chain(void)
 int main(void)
 {
     test_few_rows();
+    test_row_chunks();
     test_vec_prep_dtype();
     test_skinny_chain();
     test_cases();
