@@ -346,18 +346,21 @@ static void test_random(void)
 }
 
 /* eb_kern_small_gemm(M, N, K (K1 blocks)) against a plain double loop:
- * A's rows padded (sam = total + 3), B's rows padded (N + 5), k1 blocks of
- * K rows; C row-major (colc 0: rows N + 2 apart), column-major (1:
- * columns M + 1 apart) or strided both ways (2: every other element of
- * rows 2 N + 3 apart). */
-static void check_small_gemm(int64_t M, int64_t N, int64_t K, int64_t K1,
-                             int colc, uint64_t *seed)
+ * A's rows padded (sam = total + 3); B row-major with padded rows (N + 5
+ * apart, k1 blocks of K rows) or, with bcols, column-major with padded
+ * columns (total + 5 apart: both operands contiguous along k, the
+ * k-vector kernel's layout); C row-major (colc 0: rows N + 2 apart),
+ * column-major (1: columns M + 1 apart) or strided both ways (2: every
+ * other element of rows 2 N + 3 apart). */
+static void check_gemm_layout(int64_t M, int64_t N, int64_t K, int64_t K1,
+                              int colc, int bcols, uint64_t *seed)
 {
-    int64_t total = K * K1, sam = total + 3, sbk = N + 5;
+    int64_t total = K * K1, sam = total + 3;
+    int64_t sbk = bcols ? 1 : N + 5, sbn = bcols ? total + 5 : 1;
     int64_t scm = colc == 0 ? N + 2 : colc == 1 ? 1 : 2 * N + 3;
     int64_t scn = colc == 0 ? 1 : colc == 1 ? M + 1 : 2;
     double *a = malloc(sizeof *a * (size_t)(M * sam));
-    double *b = malloc(sizeof *b * (size_t)(total * sbk));
+    double *b = malloc(sizeof *b * (size_t)(total * sbk + N * sbn));
     double *c = malloc(sizeof *c * (size_t)(M * (2 * N + 3) + N * (M + 1)));
     if (!a || !b || !c) {
         EB_CHECK(0, "out of memory");
@@ -367,27 +370,28 @@ static void check_small_gemm(int64_t M, int64_t N, int64_t K, int64_t K1,
     for (int64_t i = 0; i < M * sam; i++)
         a[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
                    16777216.0 - 0.5;
-    for (int64_t i = 0; i < total * sbk; i++)
+    for (int64_t i = 0; i < total * sbk + N * sbn; i++)
         b[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
                    16777216.0 - 0.5;
-    /* k = k1 K + kk: A's k1 blocks K apart, B's K rows apart. */
+    /* k = k1 K + kk: A's k1 blocks K apart, B's K rows (or elements)
+     * apart. */
     eb_gemm_k k = {K1, K, 1, K * sbk, sbk};
-    eb_kern_small_gemm(M, N, K, a, sam, b, 1, &k, c, scm, scn);
+    eb_kern_small_gemm(M, N, K, a, sam, b, sbn, &k, c, scm, scn);
     double worst = 0;
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             double ref = 0, mag = 0;
             for (int64_t f = 0; f < total; f++) {
-                double x = a[m * sam + f] * b[f * sbk + n];
+                double x = a[m * sam + f] * b[f * sbk + n * sbn];
                 ref += x;
                 mag += fabs(x);
             }
             double e = fabs(c[m * scm + n * scn] - ref) / (mag > 0 ? mag : 1);
             worst = e > worst ? e : worst;
         }
-    EB_CHECK(worst <= 1e-13, "small gemm %lld x %lld x %lld (K1 %lld, C %s): "
-             "relative error %g", (long long)M, (long long)N, (long long)K,
-             (long long)K1,
+    EB_CHECK(worst <= 1e-13, "small gemm %lld x %lld x %lld (K1 %lld, B %s, "
+             "C %s): relative error %g", (long long)M, (long long)N,
+             (long long)K, (long long)K1, bcols ? "column" : "row",
              colc == 0 ? "row" : colc == 1 ? "column" : "strided", worst);
     free(a);
     free(b);
@@ -410,8 +414,8 @@ static void test_few_rows(void)
     uint64_t seed = 99;
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
         for (int colc = 0; colc <= 2; colc++)
-            check_small_gemm(shapes[t].M, shapes[t].N, shapes[t].K,
-                             shapes[t].K1, colc, &seed);
+            check_gemm_layout(shapes[t].M, shapes[t].N, shapes[t].K,
+                              shapes[t].K1, colc, 0, &seed);
 }
 
 /* The row kernel's column chunks (12 wide while more than 16 remain, then
@@ -424,9 +428,30 @@ static void test_row_chunks(void)
     for (int64_t N = 1; N <= 41; N++)
         for (int64_t M = 7; M <= 13; M += 6)
             for (int64_t K1 = 1; K1 <= 3; K1 += 2) {
-                check_small_gemm(M, N, 19, K1, 0, &seed);
-                check_small_gemm(M, N, 19, K1, 2, &seed);
+                check_gemm_layout(M, N, 19, K1, 0, 0, &seed);
+                check_gemm_layout(M, N, 19, K1, 2, 0, &seed);
             }
+}
+
+/* The k-vector kernel (both operands contiguous along k, a side of C of
+ * at most 32): sides 1 to 9 and 19 (blocks of 3 rows by 4 columns and
+ * every smaller edge block), runs of K of 8, 19 (a masked tail) and 130
+ * (two slices of a one-level K), one or five rows k1 (slices of several
+ * rows, added to C), every C layout; and 19 x 60 (the other side long). */
+static void test_kvec(void)
+{
+    static const int64_t sides[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 19};
+    static const int64_t ks[] = {8, 19, 130};
+    uint64_t seed = 11;
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++)
+        for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++)
+            for (int64_t K1 = 1; K1 <= 5; K1 += 4)
+                for (int colc = 0; colc <= 2; colc++) {
+                    int64_t M = sides[i], N = sides[(i + 3) % 10];
+                    check_gemm_layout(M, N, ks[t], K1, colc, 1, &seed);
+                }
+    check_gemm_layout(19, 60, 19, 5, 0, 1, &seed);
+    check_gemm_layout(60, 19, 19, 5, 1, 1, &seed);
 }
 
 /*
@@ -490,6 +515,7 @@ int main(void)
 {
     test_few_rows();
     test_row_chunks();
+    test_kvec();
     test_vec_prep_dtype();
     test_skinny_chain();
     test_cases();
