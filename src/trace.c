@@ -351,43 +351,242 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
                             err);
 }
 
+/* Orders of an intermediate tried per step by improve_layouts: its labels
+ * in at most ATOM_MAX atoms, every order of them; at most IMPROVE_PASSES
+ * passes over the steps. */
+enum { ATOM_MAX = 6, IMPROVE_PASSES = 4 };
+
+/* The class of label l in step s (0: in both operands; 1: in the left one
+ * only; 2: in the right one only) or, for the consumer c of slot `slot`,
+ * of l in the other operand and c's output (0: batch, 1: free, 2:
+ * contracted, 3: summed out of this operand). */
+static int label_class(const order *desired, const tstep *s, int l)
+{
+    int ia = has(&desired[s->a_slot], l),
+        ib = s->b_slot >= 0 && has(&desired[s->b_slot], l);
+    return ia && ib ? 0 : ia ? 1 : 2;
+}
+
+static int use_class(const order *desired, int n, const tstep *c, int ct,
+                     int slot, int l)
+{
+    int other = c->a_slot == slot ? c->b_slot : c->a_slot;
+    int in_other = other >= 0 && has(&desired[other], l);
+    int kept = has(&desired[n + ct], l);
+    return in_other ? (kept ? 0 : 2) : (kept ? 1 : 3);
+}
+
+/* Position of l in o, or `none`. */
+static int pos_in(const order *o, int l, int none)
+{
+    for (int k = 0; k < o->n; k++)
+        if (o->ids[k] == l)
+            return k;
+    return none;
+}
+
+/* The rank of label l inside its atom in variant v of atom_orders: 0 its
+ * position in `was`; 1 in the producer's operands (left, then right); 2 in
+ * the consumer's other operand; labels not found there after the others,
+ * in `was` order. */
+static int inner_rank(const order *desired, const tstep *s, const tstep *c,
+                      int slot, const order *was, int v, int l)
+{
+    int w = pos_in(was, l, 0), late = 2 * EB_MAX_RANK + w;
+    if (v == 1) {
+        int q = pos_in(&desired[s->a_slot], l, -1);
+        if (q < 0 && s->b_slot >= 0)
+            q = pos_in(&desired[s->b_slot], l, -1);
+        return q < 0 ? late : q;
+    }
+    if (v == 2) {
+        int other = c->a_slot == slot ? c->b_slot : c->a_slot;
+        int q = other >= 0 ? pos_in(&desired[other], l, -1) : -1;
+        return q < 0 ? late : q;
+    }
+    return w;
+}
+
+/*
+ * Candidate orders of intermediate t (slot n + t, consumed by step ct) for
+ * improve_layouts: its labels of size > 1 grouped into atoms, the labels
+ * that fall in the same class of its producer (batch, left, right) and of
+ * its consumer (batch, free, contracted, summed), each atom's labels in
+ * the order of `was`, of the producer's operands or of the consumer's
+ * other operand (three variants); then every order of the atoms in which
+ * the atoms batched in the producer or the consumer come first (a batch
+ * label inside a matrix's rows makes one small GEMM per batch element
+ * read every row from another cache line); size-1 labels last. Such an
+ * order lets both steps read or write the intermediate in place where the
+ * current one splits a group of one of them (lm's batched 16^3 products
+ * whose output the consumer reads as a 7984 x 64 matrix: the producer's
+ * n group (Ô, ã) around its m group). Writes at most `cap` orders to out;
+ * returns their count.
+ */
+static int atom_orders(const eb_instance *inst, const order *desired,
+                       const program *p, int t, int ct, const order *was,
+                       order *out, int cap)
+{
+    int n = inst->num_tensors, slot = n + t;
+    const int64_t *size = inst->label_size;
+    const tstep *s = &p->steps[t], *c = &p->steps[ct];
+    int key[EB_MAX_RANK], na = 0, atom[EB_MAX_RANK], first[EB_MAX_RANK];
+    order ones = {0};
+    for (int q = 0; q < was->n; q++) {
+        int l = was->ids[q];
+        if (size[l] == 1) {
+            ones.ids[ones.n++] = l;
+            continue;
+        }
+        int k = label_class(desired, s, l) * 4 +
+                use_class(desired, n, c, ct, slot, l);
+        int a = 0;
+        while (a < na && key[a] != k)
+            a++;
+        if (a == na) {
+            if (na == ATOM_MAX)
+                return 0;
+            key[na] = k;
+            first[na] = (k / 4 == 0 || k % 4 == 0); /* batched somewhere */
+            na++;
+        }
+        atom[q] = a;
+    }
+    if (na < 2)
+        return 0;
+    int cnt = 0;
+    for (int v = 0; v < 3; v++) {
+        /* The labels of size > 1 of `was` sorted by atom, then rank. */
+        int lab[EB_MAX_RANK], at[EB_MAX_RANK], rk[EB_MAX_RANK], nl = 0;
+        for (int q = 0; q < was->n; q++) {
+            int l = was->ids[q];
+            if (size[l] == 1)
+                continue;
+            int r = inner_rank(desired, s, c, slot, was, v, l), i = nl++;
+            while (i > 0 && (at[i - 1] > atom[q] ||
+                             (at[i - 1] == atom[q] && rk[i - 1] > r))) {
+                lab[i] = lab[i - 1];
+                at[i] = at[i - 1];
+                rk[i] = rk[i - 1];
+                i--;
+            }
+            lab[i] = l;
+            at[i] = atom[q];
+            rk[i] = r;
+        }
+        int perm[ATOM_MAX];
+        for (int a = 0; a < na; a++)
+            perm[a] = a;
+        /* Orders in lexicographic order of perm (next permutation). */
+        for (;;) {
+            int ok = 1, seen_rest = 0;
+            for (int i = 0; i < na && ok; i++) {
+                if (!first[perm[i]])
+                    seen_rest = 1;
+                else if (seen_rest)
+                    ok = 0;
+            }
+            if (ok && cnt < cap) {
+                order *o = &out[cnt];
+                o->n = 0;
+                for (int i = 0; i < na; i++)
+                    for (int q = 0; q < nl; q++)
+                        if (at[q] == perm[i])
+                            o->ids[o->n++] = lab[q];
+                for (int q = 0; q < ones.n; q++)
+                    o->ids[o->n++] = ones.ids[q];
+                int dup = 0; /* (variants often agree) */
+                for (int e = 0; e < cnt && !dup; e++)
+                    dup = !memcmp(out[e].ids, o->ids,
+                                  (size_t)o->n * sizeof(int));
+                cnt += !dup;
+            }
+            int i = na - 2;
+            while (i >= 0 && perm[i] > perm[i + 1])
+                i--;
+            if (i < 0)
+                break;
+            int j = na - 1;
+            while (perm[j] < perm[i])
+                j--;
+            int x = perm[i];
+            perm[i] = perm[j];
+            perm[j] = x;
+            for (int lo = i + 1, hi = na - 1; lo < hi; lo++, hi--) {
+                x = perm[lo];
+                perm[lo] = perm[hi];
+                perm[hi] = x;
+            }
+        }
+    }
+    return cnt;
+}
+
 /*
  * Local improvement: where a step permutes its output into the order its
- * consumer asked for, try the step's own natural order instead and let the
- * consumer adapt; keep the change if the two steps then move fewer elements.
+ * consumer asked for, or the consumer permutes it, try other orders of the
+ * intermediate: the step's own natural order (the consumer adapts), then
+ * the orders of atom_orders; keep the one with which the two steps move
+ * the fewest elements, if that is fewer than before.
  */
 static eb_status improve_layouts(const eb_instance *inst,
                                  const eb_view *inputs, order *desired,
                                  const int *consumer, program *p,
-                                 eb_error *err)
+                                 int *changed, eb_error *err)
 {
     int n = inst->num_tensors;
-    eb_plan *alt = malloc(2 * sizeof *alt);
-    if (!alt)
+    *changed = 0;
+    enum { NCAND = 3 * 720 + 1 };
+    eb_plan *alt = malloc(4 * sizeof *alt);
+    order *cand = malloc(NCAND * sizeof *cand);
+    if (!alt || !cand) {
+        free(alt);
+        free(cand);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
     eb_status st = EB_OK;
     for (int t = 0; t + 1 < p->nsteps && !st; t++) {
         tstep *s = &p->steps[t], *c = &p->steps[consumer[t]];
-        if (!s->plan.post)
+        int side = c->a_slot == n + t ? 0 : 1;
+        if (!s->plan.post && !c->plan.prep[side])
             continue;
         order was = desired[n + t];
+        int64_t best = moved(&s->plan) + moved(&c->plan);
+        int found = 0;
+        /* Candidate 0: the step's natural order (its output order free). */
         st = plan_step(inst, inputs, desired, s, &was, 0, &alt[0], err);
         if (st)
             break;
-        desired[n + t].n = alt[0].out_rank;
-        memcpy(desired[n + t].ids, alt[0].out_ids,
+        cand[0].n = alt[0].out_rank;
+        memcpy(cand[0].ids, alt[0].out_ids,
                (size_t)alt[0].out_rank * sizeof(int));
-        st = plan_step(inst, inputs, desired, c, &desired[n + consumer[t]], 1,
-                       &alt[1], err);
-        if (!st && moved(&alt[0]) + moved(&alt[1]) <
-                       moved(&s->plan) + moved(&c->plan)) {
-            s->plan = alt[0];
-            c->plan = alt[1];
-        } else {
-            desired[n + t] = was;
+        int nc = 1 + atom_orders(inst, desired, p, t, consumer[t], &was,
+                                 cand + 1, NCAND - 1);
+        for (int q = 0; q < nc && !st; q++) {
+            desired[n + t] = cand[q];
+            if (q > 0)
+                st = plan_step(inst, inputs, desired, s, &cand[q], 1,
+                               &alt[0], err);
+            if (!st)
+                st = plan_step(inst, inputs, desired, c,
+                               &desired[n + consumer[t]], 1, &alt[1], err);
+            if (!st && moved(&alt[0]) + moved(&alt[1]) < best) {
+                best = moved(&alt[0]) + moved(&alt[1]);
+                alt[2] = alt[0];
+                alt[3] = alt[1];
+                was = cand[q];
+                found = 1;
+            }
+        }
+        desired[n + t] = was;
+        if (!st && found) {
+            s->plan = alt[2];
+            c->plan = alt[3];
+            (*changed)++;
         }
     }
     free(alt);
+    free(cand);
     return st;
 }
 
@@ -512,8 +711,12 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     seed_sets(inst, sch, desired);
     plan_layouts(inst, sch, desired);
     st = plan_steps(inst, sch, inputs, desired, p, err);
-    if (!st && sch->num_steps > 0)
-        st = improve_layouts(inst, inputs, desired, consumer, p, err);
+    /* A changed intermediate changes what its neighbours' best orders
+     * are: a few passes, until none changes. */
+    for (int pass = 0, changed = 1;
+         !st && sch->num_steps > 0 && changed && pass < IMPROVE_PASSES; pass++)
+        st = improve_layouts(inst, inputs, desired, consumer, p, &changed,
+                             err);
     if (!st)
         st = plan_fusion(inst, inputs, desired, fuse, p, err);
     if (!st)

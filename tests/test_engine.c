@@ -511,6 +511,57 @@ static void test_skinny_chain(void)
     }
 }
 
+/*
+ * Trace's layout search (trace.c, improve_layouts and atom_orders): a
+ * batched product whose consumer reads its output as a matrix with the
+ * producer's n group split around its m group (lm's batched 16^3 steps
+ * before a 7984 x 16 x 64 GEMM): the intermediate is laid out so that
+ * neither step permutes anything (the consumer reads the contracted group
+ * as two levels). Odd sizes; the second network's last step has its
+ * output order fixed the other way, and a batch label the consumer keeps.
+ * Results against the naive reference in both modes.
+ */
+static void test_layout_search(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+    } nets[] = {
+        {"tak,tkuv,ave->tue", "t=37,a=6,k=5,u=5,v=7,e=9"},
+        {"tak,tkuv,ave->eut", "t=41,a=3,k=7,u=4,v=5,e=6"},
+    };
+    for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
+        tu_sizes sp = {nets[c].sizes};
+        eb_instance *inst = tu_instance(nets[c].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", nets[c].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[2] = {{0, 1}, {0, 1}};
+        eb_path path = {.strategy = "seq", .steps = steps, .num_steps = 2};
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 41 + c, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "%s %s: rel err %g", nets[c].fs,
+                     eb_mode_name((eb_mode)m), e);
+        }
+        eb_step_desc d[2];
+        int64_t arena;
+        eb_error err;
+        eb_fuse_opts fuse = eb_fuse_default_opts();
+        EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) ==
+                     EB_OK,
+                 "%s: trace compiles", nets[c].fs);
+        /* The producer writes its output in place; the consumer reads it
+         * in place (the last step may permute its own output, whose order
+         * the instance fixes). */
+        const eb_plan *p0 = &d[0].plan, *p1 = &d[1].plan;
+        EB_CHECK(!p0->prep[0] && !p0->prep[1] && !p0->post && !p1->prep[0],
+                 "%s: producer %s %d + %d preparations, post %d; consumer "
+                 "prepares its left operand %d",
+                 nets[c].fs, eb_kind_name(p0->kind), p0->prep[0], p0->prep[1],
+                 p0->post, p1->prep[0]);
+        eb_instance_destroy(inst);
+    }
+}
+
 int main(void)
 {
     test_few_rows();
@@ -518,6 +569,7 @@ int main(void)
     test_kvec();
     test_vec_prep_dtype();
     test_skinny_chain();
+    test_layout_search();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and
@@ -528,6 +580,7 @@ int main(void)
         if (eb_team_create(threads, &tu_team, &err) == EB_OK) {
             test_cases();
             test_skinny_chain();
+            test_layout_search();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
