@@ -560,6 +560,39 @@ static void test_layout_search(void)
                  p0->post, p1->prep[0]);
         eb_instance_destroy(inst);
     }
+    /* Ties in moved elements go to the layout on which the own kernel
+     * copies nothing (trace.c, kernel_copies): a chain of small square
+     * GEMMs whose intermediate could be laid out either way writes C with
+     * B's rows contiguous along n (before: C column-major, B's panels
+     * copied element by element). */
+    tu_sizes sp = {"i=36,j=44,k=40,l=52"};
+    eb_instance *inst = tu_instance("ij,jk,kl->il", tu_spec_size, &sp);
+    EB_CHECK(inst != NULL, "chain builds");
+    if (!inst)
+        return;
+    eb_pair steps[2] = {{0, 1}, {0, 1}};
+    eb_path path = {.strategy = "seq", .steps = steps, .num_steps = 2};
+    for (int m = 0; m < EB_MODE_COUNT; m++) {
+        double e = tu_mode_vs_naive(inst, &path, 45, (eb_mode)m, NULL);
+        EB_CHECK(e >= 0 && e <= 1e-12, "chain %s: rel err %g",
+                 eb_mode_name((eb_mode)m), e);
+    }
+    eb_step_desc d[2];
+    int64_t arena;
+    eb_error err;
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) == EB_OK,
+             "chain: trace compiles");
+    for (int s = 0; s < 2; s++) {
+        const eb_plan *p = &d[s].plan;
+        int rows = p->scn == 1 && p->sbn == 1, cols = p->scm == 1 && p->sam == 1;
+        EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && !p->prep[0] && !p->prep[1] &&
+                     !p->post && (rows || cols),
+                 "chain step %d: %s, sbn %lld scn %lld sam %lld scm %lld", s,
+                 eb_kind_name(p->kind), (long long)p->sbn, (long long)p->scn,
+                 (long long)p->sam, (long long)p->scm);
+    }
+    eb_instance_destroy(inst);
 }
 
 int main(void)
