@@ -320,6 +320,32 @@ static int64_t moved(const eb_plan *p)
            (p->post ? p->out_elems : 0);
 }
 
+/* Rows of C past which the own kernel's column chunks (at most 24 wide)
+ * no longer meet in cache: chunk after chunk re-reads and rewrites the
+ * same lines of C from memory. */
+enum { STRIP_ROWS = 4096 };
+
+/*
+ * Elements a plan moves, as improve_layouts compares layouts: its
+ * preparations and post permutation (moved), plus, for the own GEMM
+ * kernel writing a C of more than STRIP_ROWS rows in its orientation (C's
+ * contiguous side as columns) and more than 24 columns, C once more per
+ * extra column chunk. gm_queen's 9 x (59049 x 81 x 3) step with C laid
+ * out column-major (59049 rows of 81) ran 2-3 times as long as with C
+ * row-major, which the 1.6 M-element permutation it saved did not pay.
+ */
+static int64_t layout_cost(const eb_plan *p)
+{
+    int64_t cost = moved(p);
+    if (p->kind != EB_KIND_SMALL_GEMM)
+        return cost;
+    int t = p->scn != 1 && p->scm == 1;
+    int64_t rows = t ? p->N : p->M, cols = t ? p->M : p->N;
+    if (rows > STRIP_ROWS && cols > 24)
+        cost += (cols - 1) / 16 * rows * cols * p->nbatch;
+    return cost;
+}
+
 /* Elements the own GEMM kernel copies or addresses through tables for a
  * plan's operand strides (kernels.c, eb_kern_small_gemm): B's panels when
  * B (C^T's B, A^T, when C is column-major) is not contiguous along the
@@ -581,7 +607,8 @@ static eb_status improve_layouts(const eb_instance *inst,
     eb_status st = EB_OK;
     for (int t = 0; t + 1 < p->nsteps && !st; t++) {
         tstep *s = &p->steps[t], *c = &p->steps[consumer[t]];
-        int64_t best = moved(&s->plan) + moved(&c->plan),
+        int64_t best = layout_cost(&s->plan) + layout_cost(&c->plan),
+                bmoved = moved(&s->plan) + moved(&c->plan),
                 copies = kernel_copies(&s->plan) + kernel_copies(&c->plan);
         if (!best && !copies)
             continue;
@@ -604,14 +631,19 @@ static eb_status improve_layouts(const eb_instance *inst,
             if (!st)
                 st = plan_step(inst, inputs, desired, c,
                                &desired[n + consumer[t]], 1, &alt[1], err);
-            int64_t mv = moved(&alt[0]) + moved(&alt[1]),
+            int64_t mv = layout_cost(&alt[0]) + layout_cost(&alt[1]),
+                    mo = moved(&alt[0]) + moved(&alt[1]),
                     cp = kernel_copies(&alt[0]) + kernel_copies(&alt[1]);
-            /* Ties only between plans of the same kernels: the copies
-             * of the own kernel are no measure against BLAS's. */
+            /* Taken when neither the moved elements nor the layout cost
+             * grow and one of them shrinks; ties only between plans of
+             * the same kernels (the own kernel's copies are no measure
+             * against BLAS's). */
             int same = alt[0].kind == s->plan.kind &&
                        alt[1].kind == c->plan.kind;
-            if (!st && (mv < best || (mv == best && same && cp < copies))) {
+            if (!st && mv <= best && mo <= bmoved &&
+                (mv < best || mo < bmoved || (same && cp < copies))) {
                 best = mv;
+                bmoved = mo;
                 copies = cp;
                 alt[2] = alt[0];
                 alt[3] = alt[1];
