@@ -634,14 +634,15 @@ static eb_status improve_layouts(const eb_instance *inst,
             int64_t mv = layout_cost(&alt[0]) + layout_cost(&alt[1]),
                     mo = moved(&alt[0]) + moved(&alt[1]),
                     cp = kernel_copies(&alt[0]) + kernel_copies(&alt[1]);
-            /* Taken when neither the moved elements nor the layout cost
-             * grow and one of them shrinks; ties only between plans of
-             * the same kernels (the own kernel's copies are no measure
-             * against BLAS's). */
+            /* Taken when the layout cost shrinks and the moved elements
+             * do not grow (an equal layout cost with fewer moved elements
+             * trades a permutation for extra passes over C: not taken);
+             * ties broken by the own kernel's copies between plans of the
+             * same kernels (no measure against BLAS's). */
             int same = alt[0].kind == s->plan.kind &&
                        alt[1].kind == c->plan.kind;
             if (!st && mv <= best && mo <= bmoved &&
-                (mv < best || mo < bmoved || (same && cp < copies))) {
+                (mv < best || (same && cp < copies))) {
                 best = mv;
                 bmoved = mo;
                 copies = cp;
