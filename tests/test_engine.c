@@ -455,6 +455,41 @@ static void test_kvec(void)
 }
 
 /*
+ * Builds fs with sizes, runs it in both modes against the naive reference
+ * along the chain path (0, 1), then the next input with the result
+ * (0, last), and describes trace's plan of it into d (room for 8 steps).
+ * Returns the number of steps, or -1 when the instance did not build.
+ */
+static int chain_trace(const char *fs, const char *sizes, uint64_t seed,
+                       eb_step_desc *d)
+{
+    tu_sizes sp = {sizes};
+    eb_instance *inst = tu_instance(fs, tu_spec_size, &sp);
+    EB_CHECK(inst != NULL, "%s builds", fs);
+    if (!inst)
+        return -1;
+    eb_pair steps[8];
+    eb_path path = {.strategy = "chain", .steps = steps,
+                    .num_steps = inst->num_tensors - 1};
+    steps[0] = (eb_pair){0, 1};
+    for (int s = 1; s < path.num_steps; s++)
+        steps[s] = (eb_pair){0, inst->num_tensors - s - 1};
+    for (int m = 0; m < EB_MODE_COUNT; m++) {
+        double e = tu_mode_vs_naive(inst, &path, seed, (eb_mode)m, NULL);
+        EB_CHECK(e >= 0 && e <= 1e-12, "%s %s: rel err %g", fs,
+                 eb_mode_name((eb_mode)m), e);
+    }
+    int64_t arena;
+    eb_error err;
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) == EB_OK,
+             "%s: trace compiles", fs);
+    int n = path.num_steps;
+    eb_instance_destroy(inst);
+    return n;
+}
+
+/*
  * A chain of skinny GEMMs, each step's input matrix A times the previous
  * result B (the pair order of matrix-chain paths): trace lays the
  * intermediates out short side first, so that every step writes C with
@@ -473,33 +508,11 @@ static void test_skinny_chain(void)
         {"Ua,ab,bc,cd->dU", "U=29,a=35,b=33,c=41,d=34"},
     };
     for (size_t c = 0; c < sizeof chains / sizeof chains[0]; c++) {
-        tu_sizes sp = {chains[c].sizes};
-        eb_instance *inst = tu_instance(chains[c].fs, tu_spec_size, &sp);
-        EB_CHECK(inst != NULL, "%s builds", chains[c].fs);
-        if (!inst)
-            continue;
-        /* (0, 1), then the next input with the result: (0, last). */
-        eb_pair steps[8];
-        eb_path path = {.strategy = "chain", .steps = steps,
-                        .num_steps = inst->num_tensors - 1};
-        steps[0] = (eb_pair){0, 1};
-        for (int s = 1; s < path.num_steps; s++)
-            steps[s] = (eb_pair){0, inst->num_tensors - s - 1};
-        for (int m = 0; m < EB_MODE_COUNT; m++) {
-            double e = tu_mode_vs_naive(inst, &path, 31 + c, (eb_mode)m, NULL);
-            EB_CHECK(e >= 0 && e <= 1e-12, "%s %s: rel err %g", chains[c].fs,
-                     eb_mode_name((eb_mode)m), e);
-        }
         eb_step_desc d[8];
-        int64_t arena;
-        eb_error err;
-        eb_fuse_opts fuse = eb_fuse_default_opts();
-        EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) ==
-                     EB_OK,
-                 "%s: trace compiles", chains[c].fs);
+        int nsteps = chain_trace(chains[c].fs, chains[c].sizes, 31 + c, d);
         /* Every step but the last, whose output order is the instance's:
          * the own kernel, nothing permuted. */
-        for (int s = 0; s + 1 < path.num_steps; s++) {
+        for (int s = 0; s + 1 < nsteps; s++) {
             const eb_plan *p = &d[s].plan;
             EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && !p->prep[0] &&
                          !p->prep[1] && !p->post,
@@ -507,7 +520,6 @@ static void test_skinny_chain(void)
                      chains[c].fs, s, eb_kind_name(p->kind), p->prep[0],
                      p->prep[1], p->post);
         }
-        eb_instance_destroy(inst);
     }
 }
 
@@ -529,26 +541,10 @@ static void test_layout_search(void)
         {"tak,tkuv,ave->tue", "t=37,a=6,k=5,u=5,v=7,e=9"},
         {"tak,tkuv,ave->eut", "t=41,a=3,k=7,u=4,v=5,e=6"},
     };
+    eb_step_desc d[8];
     for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
-        tu_sizes sp = {nets[c].sizes};
-        eb_instance *inst = tu_instance(nets[c].fs, tu_spec_size, &sp);
-        EB_CHECK(inst != NULL, "%s builds", nets[c].fs);
-        if (!inst)
+        if (chain_trace(nets[c].fs, nets[c].sizes, 41 + c, d) != 2)
             continue;
-        eb_pair steps[2] = {{0, 1}, {0, 1}};
-        eb_path path = {.strategy = "seq", .steps = steps, .num_steps = 2};
-        for (int m = 0; m < EB_MODE_COUNT; m++) {
-            double e = tu_mode_vs_naive(inst, &path, 41 + c, (eb_mode)m, NULL);
-            EB_CHECK(e >= 0 && e <= 1e-12, "%s %s: rel err %g", nets[c].fs,
-                     eb_mode_name((eb_mode)m), e);
-        }
-        eb_step_desc d[2];
-        int64_t arena;
-        eb_error err;
-        eb_fuse_opts fuse = eb_fuse_default_opts();
-        EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) ==
-                     EB_OK,
-                 "%s: trace compiles", nets[c].fs);
         /* The producer writes its output in place; the consumer reads it
          * in place (the last step may permute its own output, whose order
          * the instance fixes). */
@@ -558,31 +554,14 @@ static void test_layout_search(void)
                  "prepares its left operand %d",
                  nets[c].fs, eb_kind_name(p0->kind), p0->prep[0], p0->prep[1],
                  p0->post, p1->prep[0]);
-        eb_instance_destroy(inst);
     }
     /* Ties in moved elements go to the layout on which the own kernel
      * copies nothing (trace.c, kernel_copies): a chain of small square
      * GEMMs whose intermediate could be laid out either way writes C with
      * B's rows contiguous along n (before: C column-major, B's panels
      * copied element by element). */
-    tu_sizes sp = {"i=36,j=44,k=40,l=52"};
-    eb_instance *inst = tu_instance("ij,jk,kl->il", tu_spec_size, &sp);
-    EB_CHECK(inst != NULL, "chain builds");
-    if (!inst)
+    if (chain_trace("ij,jk,kl->il", "i=36,j=44,k=40,l=52", 45, d) != 2)
         return;
-    eb_pair steps[2] = {{0, 1}, {0, 1}};
-    eb_path path = {.strategy = "seq", .steps = steps, .num_steps = 2};
-    for (int m = 0; m < EB_MODE_COUNT; m++) {
-        double e = tu_mode_vs_naive(inst, &path, 45, (eb_mode)m, NULL);
-        EB_CHECK(e >= 0 && e <= 1e-12, "chain %s: rel err %g",
-                 eb_mode_name((eb_mode)m), e);
-    }
-    eb_step_desc d[2];
-    int64_t arena;
-    eb_error err;
-    eb_fuse_opts fuse = eb_fuse_default_opts();
-    EB_CHECK(eb_trace_describe(inst, &path, &fuse, d, &arena, &err) == EB_OK,
-             "chain: trace compiles");
     for (int s = 0; s < 2; s++) {
         const eb_plan *p = &d[s].plan;
         int rows = p->scn == 1 && p->sbn == 1, cols = p->scm == 1 && p->sam == 1;
@@ -592,7 +571,6 @@ static void test_layout_search(void)
                  eb_kind_name(p->kind), (long long)p->sbn, (long long)p->scn,
                  (long long)p->sam, (long long)p->scm);
     }
-    eb_instance_destroy(inst);
 }
 
 int main(void)
