@@ -313,13 +313,6 @@ static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
     return EB_OK;
 }
 
-static int64_t moved(const eb_plan *p)
-{
-    return (p->prep[0] ? p->prep_elems[0] : 0) +
-           (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
-           (p->post ? p->out_elems : 0);
-}
-
 /* The operand views of step s: inputs as they are, intermediates compact
  * in the order `desired` gives them. Returns the number of operands. */
 static int step_views(const eb_instance *inst, const eb_view *inputs,
@@ -351,10 +344,38 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
                             err);
 }
 
+/* `was` with the labels that only operand q of step s has (its free
+ * labels) moved to the front, the rest in their order: the step's C is
+ * then one free side by the other, which a GEMM writes in place, and its
+ * consumer reads the other labels as they were. 0 when nothing moves. */
+static int free_side_first(const eb_instance *inst, const eb_view *inputs,
+                           const order *desired, const tstep *s, int q,
+                           const order *was, order *o)
+{
+    eb_view v[2];
+    if (step_views(inst, inputs, desired, s, v) < 2)
+        return 0;
+    order mine = {.n = v[q].rank}, other = {.n = v[1 - q].rank};
+    memcpy(mine.ids, v[q].ids, (size_t)mine.n * sizeof(int));
+    memcpy(other.ids, v[1 - q].ids, (size_t)other.n * sizeof(int));
+    o->n = 0;
+    add_if(o, was, &mine, 1, &other, 0);
+    int front = o->n;
+    for (int k = 0; k < was->n; k++)
+        if (!has(o, was->ids[k]))
+            o->ids[o->n++] = was->ids[k];
+    return front > 0 && front < o->n && memcmp(o->ids, was->ids,
+                                               (size_t)o->n * sizeof(int));
+}
+
 /*
  * Local improvement: where a step permutes its output into the order its
- * consumer asked for, try the step's own natural order instead and let the
- * consumer adapt; keep the change if the two steps then move fewer elements.
+ * consumer asked for, try other orders and let the consumer adapt: the
+ * step's own natural order, and the consumer's order with either
+ * operand's free labels moved to the front (a skinny GEMM whose short side
+ * is among the consumer's batch labels then writes C as it computes it,
+ * gm_queen5_5_3's 129 M-element intermediate). Keep the order whose two
+ * steps move the fewest elements, if fewer than now.
  */
 static eb_status improve_layouts(const eb_instance *inst,
                                  const eb_view *inputs, order *desired,
@@ -362,7 +383,7 @@ static eb_status improve_layouts(const eb_instance *inst,
                                  eb_error *err)
 {
     int n = inst->num_tensors;
-    eb_plan *alt = malloc(2 * sizeof *alt);
+    eb_plan *alt = malloc(4 * sizeof *alt);
     if (!alt)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     eb_status st = EB_OK;
@@ -370,21 +391,41 @@ static eb_status improve_layouts(const eb_instance *inst,
         tstep *s = &p->steps[t], *c = &p->steps[consumer[t]];
         if (!s->plan.post)
             continue;
-        order was = desired[n + t];
-        st = plan_step(inst, inputs, desired, s, &was, 0, &alt[0], err);
-        if (st)
-            break;
-        desired[n + t].n = alt[0].out_rank;
-        memcpy(desired[n + t].ids, alt[0].out_ids,
-               (size_t)alt[0].out_rank * sizeof(int));
-        st = plan_step(inst, inputs, desired, c, &desired[n + consumer[t]], 1,
-                       &alt[1], err);
-        if (!st && moved(&alt[0]) + moved(&alt[1]) <
-                       moved(&s->plan) + moved(&c->plan)) {
-            s->plan = alt[0];
-            c->plan = alt[1];
-        } else {
+        order was = desired[n + t], best = was;
+        int64_t least = eb_plan_moved(&s->plan) + eb_plan_moved(&c->plan);
+        int better = 0;
+        for (int v = 0; v < 3 && !st; v++) {
+            order o;
+            if (v == 0) {
+                st = plan_step(inst, inputs, desired, s, &was, 0, &alt[0],
+                               err);
+                o.n = alt[0].out_rank;
+                memcpy(o.ids, alt[0].out_ids, (size_t)o.n * sizeof(int));
+            } else if (free_side_first(inst, inputs, desired, s, v - 1, &was,
+                                       &o)) {
+                st = plan_step(inst, inputs, desired, s, &o, 1, &alt[0],
+                               err);
+            } else {
+                continue;
+            }
+            if (st)
+                break;
+            desired[n + t] = o;
+            st = plan_step(inst, inputs, desired, c, &desired[n + consumer[t]],
+                           1, &alt[1], err);
+            if (!st && eb_plan_moved(&alt[0]) + eb_plan_moved(&alt[1]) < least) {
+                least = eb_plan_moved(&alt[0]) + eb_plan_moved(&alt[1]);
+                best = o;
+                better = 1;
+                alt[2] = alt[0];
+                alt[3] = alt[1];
+            }
             desired[n + t] = was;
+        }
+        if (!st && better) {
+            desired[n + t] = best;
+            s->plan = alt[2];
+            c->plan = alt[3];
         }
     }
     free(alt);
