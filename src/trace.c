@@ -658,6 +658,10 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                 d->fused_at = turn(p, t);
                 d->fuse_label = g->label;
                 d->fuse_block = g->bw;
+                d->fuse_blocks = g->nblocks;
+                d->fuse_nlab = g->nlab;
+                memcpy(d->fuse_labels, g->labels,
+                       (size_t)g->nlab * sizeof(int));
             }
             const eb_view *va = s->a_slot < n ? &views[s->a_slot] : NULL;
             d->a_rank = va ? va->rank : p->steps[s->a_slot - n].plan.out_rank;
