@@ -87,6 +87,22 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
     return e;
 }
 
+/* Forced fusion with each of the block sizes, at one, two and three
+ * threads, against the naive reference. */
+static void forced_vs_naive(const eb_instance *inst, const eb_path *path,
+                            const int64_t *blocks, size_t nblocks,
+                            eb_team **teams, uint64_t seed, const char *name)
+{
+    for (size_t b = 0; b < nblocks; b++)
+        for (int t = 0; t < 3; t++) {
+            eb_fuse_opts o = forced(blocks[b]);
+            double e = fused_vs_ref(inst, path, &o, teams[t], seed, 1);
+            EB_CHECK(e >= 0 && e < 1e-12,
+                     "%s, blocks of %lld bytes, %d threads: rel err %g", name,
+                     (long long)blocks[b], t + 1, e);
+        }
+}
+
 static int64_t size_w13(uint32_t cp, void *arg)
 {
     (void)arg;
@@ -129,14 +145,8 @@ static void test_chains(eb_team **teams)
         int g = count_groups(inst, &path, &o, &fused);
         EB_CHECK(g == cases[c].groups, "%s: %d groups (expected %d)",
                  cases[c].fs, g, cases[c].groups);
-        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
-            for (int t = 0; t < 3; t++) {
-                o = forced(blocks[b]);
-                double e = fused_vs_ref(inst, &path, &o, teams[t], 7 + c, 1);
-                EB_CHECK(e >= 0 && e < 1e-12,
-                         "%s, blocks of %lld bytes, %d threads: rel err %g",
-                         cases[c].fs, (long long)blocks[b], t + 1, e);
-            }
+        forced_vs_naive(inst, &path, blocks, sizeof blocks / sizeof *blocks,
+                        teams, 7 + c, cases[c].fs);
         eb_instance_destroy(inst);
     }
 }
@@ -251,14 +261,8 @@ static void test_multi_label(eb_team **teams)
         int nlab = group_at(inst, &path, &o, 1, d);
         EB_CHECK(nlab == 2, "%s: blocked along %d labels", cases[k], nlab);
         static const int64_t blocks[] = {1, 100, 700, 3000};
-        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
-            for (int t = 0; t < 3; t++) {
-                o = forced(blocks[b]);
-                double e = fused_vs_ref(inst, &path, &o, teams[t], 13 + k, 1);
-                EB_CHECK(e >= 0 && e < 1e-12,
-                         "%s, blocks of %lld bytes, %d threads: rel err %g",
-                         cases[k], (long long)blocks[b], t + 1, e);
-            }
+        forced_vs_naive(inst, &path, blocks, sizeof blocks / sizeof *blocks,
+                        teams, 13 + k, cases[k]);
         o = (eb_fuse_opts){.min_bytes = 0, .block_bytes = 512,
                            .cache_bytes = 512};
         double e = fused_vs_ref(inst, &path, &o, teams[1], 11 + k, 1);
