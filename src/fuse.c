@@ -1,4 +1,5 @@
-/* fuse: blocked execution of a consumer with its producers along w. */
+/* fuse: blocked execution of a consumer with its producers, along some of
+ * its output labels. */
 #include "fuse.h"
 
 #include <stdatomic.h>
@@ -291,8 +292,8 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
     return 1;
 }
 
-/* Candidate producers of consumer t: operands it reads from steps not yet
- * in a group, large enough and sliceable anywhere. */
+/* Candidate producers of consumer t: the steps not yet in a group that make
+ * its operands, where those are at least opts->min_bytes. */
 static int candidate_producers(const eb_fuse_step *steps, int t,
                                const int *taken, const eb_fuse_opts *opts,
                                eb_dtype dt, int *prod)
@@ -485,13 +486,12 @@ eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
     int ng = 0;
     for (int k = 0; k < n && !st; k++) {
         int t = order[k].t;
-        if (taken[t] || !try_group(inst, steps, t, taken, opts, &gs[ng]))
+        if (taken[t] || !try_group(inst, steps, t, taken, opts, &gs[ng]) ||
+            (!opts->force && opts->max_intensity > 0 &&
+             intensity(steps, &gs[ng]) > opts->max_intensity))
             continue;
         st = plan_group(inst, steps, &gs[ng], lsz, err);
-        if (!st && !opts->force &&
-            (!worth_plans(steps, &gs[ng]) ||
-             (opts->max_intensity > 0 &&
-              intensity(steps, &gs[ng]) > opts->max_intensity)))
+        if (!st && !opts->force && !worth_plans(steps, &gs[ng]))
             continue;
         for (int i = 0; !st && i < gs[ng].nmem; i++)
             taken[gs[ng].mem[i]] = 1;
