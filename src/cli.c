@@ -825,8 +825,15 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
         for (int s = 0; s < n; s++)
             if (d[s].fused_at == c)
                 printf(" %d", s);
-        printf(" run at step %d in %lld blocks of %lld along '%s' (%lld)\n", c,
-               (long long)((w + bw - 1) / bw), (long long)bw,
+        printf(" run at step %d in %lld blocks", c,
+               (long long)d[c].fuse_blocks);
+        if (d[c].fuse_nlab > 1) {
+            printf(" (one index at a time of");
+            for (int k = 0; k < d[c].fuse_nlab - 1; k++)
+                printf(" '%s'", eb_label_str(inst, d[c].fuse_labels[k], lab));
+            printf(", then)");
+        }
+        printf(" of %lld along '%s' (%lld)\n", (long long)bw,
                eb_label_str(inst, d[c].fuse_label, lab), (long long)w);
     }
 }

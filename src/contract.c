@@ -1053,3 +1053,9 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
     return EB_OK;
 }
 
+int64_t eb_plan_moved(const eb_plan *p)
+{
+    return (p->prep[0] ? p->prep_elems[0] : 0) +
+           (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
+           (p->post ? p->out_elems : 0);
+}

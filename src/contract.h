@@ -146,6 +146,10 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                                 const int64_t *label_size, eb_dtype dt,
                                 eb_plan *plan, eb_error *err);
 
+/* Elements a plan moves besides its kernel's own reads and writes:
+ * operand preparations, blocked preparation and the output permutation. */
+int64_t eb_plan_moved(const eb_plan *p);
+
 /* Execute a plan. All buffers hold elements of plan->dt. prep0/prep1/tmp
  * are scratch buffers of the sizes the plan asks for (in elements; NULL
  * where not needed); out has plan->out_elems elements. The

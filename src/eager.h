@@ -27,9 +27,11 @@ typedef struct {
     int a_rank, b_rank;          /* b_rank -1: single-operand step */
     int a_ids[EB_MAX_RANK], b_ids[EB_MAX_RANK];
     /* Trace fusion: the step whose turn runs this one (-1: not fused),
-     * blocks of fuse_block along label fuse_label. */
-    int fused_at, fuse_label;
-    int64_t fuse_block;
+     * fuse_blocks blocks: one index at a time along fuse_labels[0..
+     * fuse_nlab - 2], blocks of fuse_block along label fuse_label. */
+    int fused_at, fuse_label, fuse_nlab;
+    int fuse_labels[EB_MAX_RANK];
+    int64_t fuse_block, fuse_blocks;
 } eb_step_desc;
 
 /*

@@ -1,4 +1,5 @@
-/* fuse: blocked execution of a consumer with its producers along w. */
+/* fuse: blocked execution of a consumer with its producers, along some of
+ * its output labels. */
 #include "fuse.h"
 
 #include <stdatomic.h>
@@ -6,12 +7,15 @@
 #include <string.h>
 
 #include "blas.h"
+#include "permute.h"
 #include "team.h"
 
 eb_fuse_opts eb_fuse_default_opts(void)
 {
     return (eb_fuse_opts){.min_bytes = (int64_t)4 << 20,
-                          .block_bytes = (int64_t)256 << 10};
+                          .block_bytes = (int64_t)1 << 20,
+                          .cache_bytes = (int64_t)1 << 20,
+                          .max_intensity = 4.0};
 }
 
 /* Axis of label l in v: -1 when absent, -2 when repeated (a diagonal,
@@ -28,15 +32,6 @@ static int axis_of(const eb_view *v, int l)
     return at;
 }
 
-/* The outermost label of a step's output, -1 when it has none > 1. */
-static int outer_label(const eb_plan *p, const int64_t *label_size)
-{
-    for (int k = 0; k < p->out_rank; k++)
-        if (label_size[p->out_ids[k]] > 1)
-            return p->out_ids[k];
-    return -1;
-}
-
 /* Can step p make an operand of the group, sliced along w? */
 static int slicable(const eb_fuse_step *p, int w)
 {
@@ -46,14 +41,24 @@ static int slicable(const eb_fuse_step *p, int w)
     return 1;
 }
 
+/* Length of label k of g in the current block: bw (or the tail) for the
+ * last, 1 for the others. */
+static int64_t block_extent(const eb_fuse_group *g, int k, int64_t b)
+{
+    return k == g->nlab - 1 ? b : 1;
+}
+
 /*
- * Plan member i of g on blocks of b: operands from outside keep their
- * layout with w cut to b; those made inside are compact blocks. keep is
- * the member's output order (lsz has w at b).
+ * Plan member i of g on blocks whose last label is b long: operands from
+ * outside keep their layout with the blocked labels cut to the block,
+ * those made inside are compact blocks. keep is the member's output order
+ * (lsz has the blocked labels at their block lengths); fixed as for
+ * eb_contract_plan.
  */
 static eb_status plan_member(const eb_fuse_step *st, const eb_fuse_group *g,
                              int i, int64_t b, const int *keep, int nkeep,
-                             const int64_t *lsz, eb_plan *out, eb_error *err)
+                             int fixed, const int64_t *lsz, eb_plan *out,
+                             eb_error *err)
 {
     eb_view v[2];
     for (int q = 0; q < st->nops; q++) {
@@ -62,41 +67,64 @@ static eb_status plan_member(const eb_fuse_step *st, const eb_fuse_group *g,
             eb_view_compact(&v[q], NULL, st->op[q].ids, st->op[q].rank, lsz);
             continue;
         }
-        int a = axis_of(&v[q], g->label);
-        if (a >= 0)
-            v[q].shape[a] = b;
+        for (int k = 0; k < g->nlab; k++) {
+            int a = axis_of(&v[q], g->labels[k]);
+            if (a >= 0)
+                v[q].shape[a] = block_extent(g, k, b);
+        }
     }
     return eb_contract_plan(&v[0], st->nops > 1 ? &v[1] : NULL, keep, nkeep,
-                            1, lsz, g->dt, out, err);
+                            fixed, lsz, g->dt, out, err);
 }
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Plans for blocks of g->bw and for the tail, and the buffer sizes. */
+/* Strides of the labels of `ids` in a compact tensor over `order`. */
+static void strides_in(const int *order, int n, const int64_t *size,
+                       const int *ids, int nids, int64_t *stride)
+{
+    for (int q = 0; q < nids; q++) {
+        int64_t s = 1;
+        stride[q] = 0;
+        for (int k = n - 1; k >= 0; k--) {
+            if (order[k] == ids[q]) {
+                stride[q] = s;
+                break;
+            }
+            s *= size[order[k]];
+        }
+    }
+}
+
+/* Plans for full blocks and for the tail, the scatter of the consumer's
+ * block into the output, and the buffer sizes. */
 static eb_status plan_group(const eb_instance *inst, const eb_fuse_step *steps,
                             eb_fuse_group *g, int64_t *lsz, eb_error *err)
 {
     const eb_fuse_step *c = &steps[g->mem[g->nmem - 1]];
-    int64_t tail = g->w % g->bw;
-    for (int v = 0; v < 2; v++) {
+    int last = g->nmem - 1;
+    int64_t tail = g->w % g->bw, block_out = 0;
+    eb_status s = EB_OK;
+    for (int v = 0; v < 2 && !s; v++) {
         int64_t b = v == 0 ? g->bw : tail ? tail : g->bw;
-        lsz[g->label] = b;
-        for (int i = 0; i < g->nmem; i++) {
+        for (int k = 0; k < g->nlab; k++)
+            lsz[g->labels[k]] = block_extent(g, k, b);
+        for (int i = 0; i < g->nmem && !s; i++) {
             const eb_fuse_step *st = &steps[g->mem[i]];
             /* A producer writes its block in the order the consumer reads
-             * it; the consumer keeps its own output order. */
+             * it; the consumer keeps its own output order when it writes
+             * in place, its natural one when its block is scattered. */
             const eb_view *to = NULL;
             for (int q = 0; q < c->nops; q++)
-                if (g->internal[g->nmem - 1][q] == i)
+                if (g->internal[last][q] == i)
                     to = &c->op[q];
             const int *keep = to ? to->ids : st->plan->out_ids;
             int nkeep = to ? to->rank : st->plan->out_rank;
-            eb_status s = plan_member(st, g, i, b, keep, nkeep, lsz,
-                                      &g->plan[v][i], err);
-            if (s) {
-                lsz[g->label] = inst->label_size[g->label];
-                return s;
-            }
+            s = plan_member(st, g, i, b, keep, nkeep,
+                            i < last || !g->scatter, lsz, &g->plan[v][i],
+                            err);
+            if (s)
+                break;
             const eb_plan *p = &g->plan[v][i];
             int64_t *be = g->buf_elems[i];
             be[0] = max64(be[0], p->prep[0] ? p->prep_elems[0] : 0);
@@ -105,23 +133,30 @@ static eb_status plan_group(const eb_instance *inst, const eb_fuse_step *steps,
             if (to)
                 be[3] = max64(be[3], p->out_elems);
         }
+        if (s || !g->scatter)
+            continue;
+        /* The consumer's block, compact in its plan's order, to its place
+         * in the whole output (compact in the unblocked plan's order). */
+        const eb_plan *p = &g->plan[v][last];
+        int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sx[EB_MAX_RANK];
+        strides_in(c->plan->out_ids, c->plan->out_rank, inst->label_size,
+                   p->out_ids, p->out_rank, so);
+        strides_in(p->out_ids, p->out_rank, lsz, p->out_ids, p->out_rank,
+                   sx);
+        for (int q = 0; q < p->out_rank; q++)
+            shape[q] = lsz[p->out_ids[q]];
+        eb_perm_plan_dt(&g->put[v], g->dt, p->out_rank, shape, so, sx, NULL);
+        block_out = max64(block_out, p->out_elems);
     }
-    lsz[g->label] = inst->label_size[g->label];
-    return EB_OK;
-}
-
-/* Bytes of the operands of st that do not carry w and come from outside
- * (internal: which operands are made inside, NULL: none), counted twice:
- * every block after the first reads them again and packs them again (as a
- * GEMM packs its operands on every call). esz: bytes per element. */
-static double reread_bytes(const eb_fuse_step *st, int w, const int *internal,
-                           int64_t esz)
-{
-    double bytes = 0;
-    for (int q = 0; q < st->nops; q++)
-        if ((!internal || internal[q] < 0) && axis_of(&st->op[q], w) < 0)
-            bytes += 2.0 * (double)eb_view_elems(&st->op[q]) * (double)esz;
-    return bytes;
+    for (int k = 0; k < g->nlab; k++)
+        lsz[g->labels[k]] = inst->label_size[g->labels[k]];
+    if (!s && g->scatter) {
+        /* The block goes after the consumer's scratch, on a 64-byte line. */
+        int64_t line = 64 / (int64_t)eb_dtype_size(g->dt);
+        g->put_at = (g->buf_elems[last][2] + line - 1) / line * line;
+        g->buf_elems[last][2] = g->put_at + block_out;
+    }
+    return s;
 }
 
 static int64_t block_len(const eb_fuse_opts *opts, int64_t per_w)
@@ -133,99 +168,290 @@ static int64_t block_len(const eb_fuse_opts *opts, int64_t per_w)
 }
 
 /*
- * Choose the producers of consumer t worth fusing along w, into g->mem
- * (path order) and g->bw; returns their count. A producer's intermediate
- * saves one write and one read of its bytes; its operands without w cost
- * reread_bytes per extra block. Producers that cost more than they save are left
- * out, and the block length is chosen again for the rest.
+ * Bytes the group reads again because of its blocks: an operand from
+ * outside that lacks blocked labels is read once per block of each (and
+ * packed again, as a GEMM packs its operands on every call: counted
+ * twice). One no larger than opts->cache_bytes stays in cache from block
+ * to block and costs nothing. nblk[k]: blocks along lab[k].
  */
-static int choose_producers(const eb_fuse_step *steps, int t,
-                            const int *taken, const eb_fuse_opts *opts,
-                            eb_fuse_group *g)
+static double reread_bytes(const eb_fuse_step *steps, const eb_fuse_group *g,
+                           const int *lab, const int64_t *nblk, int nlab,
+                           const eb_fuse_opts *opts)
 {
-    const eb_fuse_step *c = &steps[t];
-    int w = g->label, n = 0;
-    int64_t esz = (int64_t)eb_dtype_size(g->dt);
-    for (int q = 0; q < c->nops; q++) {
-        int p = c->producer[q];
-        if (p >= 0 && !taken[p] && axis_of(&c->op[q], w) >= 0 &&
-            slicable(&steps[p], w) &&
-            steps[p].plan->out_elems * esz >= opts->min_bytes)
-            g->mem[n++] = p;
-    }
-    for (int dropped = 1; dropped && n > 0;) {
-        int64_t per_w = 0;
-        for (int i = 0; i < n; i++)
-            per_w += steps[g->mem[i]].plan->out_elems / g->w * esz;
-        g->bw = block_len(opts, per_w);
-        double extra = (double)((g->w + g->bw - 1) / g->bw - 1);
-        dropped = 0;
-        for (int i = 0; i < n; i++) {
-            const eb_fuse_step *p = &steps[g->mem[i]];
-            double saved = 2.0 * (double)p->plan->out_elems * (double)esz;
-            if (!opts->force &&
-                extra * reread_bytes(p, w, NULL, esz) >= saved) {
-                g->mem[i--] = g->mem[--n];
-                dropped = 1;
-            }
+    double esz = (double)eb_dtype_size(g->dt), bytes = 0;
+    for (int i = 0; i < g->nmem; i++) {
+        const eb_fuse_step *st = &steps[g->mem[i]];
+        for (int q = 0; q < st->nops; q++) {
+            double x = (double)eb_view_elems(&st->op[q]) * esz;
+            if (g->internal[i][q] >= 0 || x <= (double)opts->cache_bytes)
+                continue;
+            double reads = 1;
+            for (int k = 0; k < nlab; k++)
+                if (axis_of(&st->op[q], lab[k]) < 0)
+                    reads *= (double)nblk[k];
+            bytes += 2.0 * x * (reads - 1);
         }
     }
-    if (n == 2 && g->mem[0] > g->mem[1]) {
-        int x = g->mem[0];
-        g->mem[0] = g->mem[1];
-        g->mem[1] = x;
+    return bytes;
+}
+
+/* Is label l in both operands of step st (a batch label of its product)? */
+static int batch_of(const eb_fuse_step *st, int l)
+{
+    return st->nops == 2 && axis_of(&st->op[0], l) >= 0 &&
+           axis_of(&st->op[1], l) >= 0;
+}
+
+/*
+ * Choose the blocked labels of g (members, internal set) so that a block
+ * of the intermediates takes at most opts->block_bytes: candidates are the
+ * consumer's output labels that every intermediate has and no member
+ * repeats. Each round takes the candidate that makes the group read the
+ * least again, then a batch label of the consumer before the others (its
+ * kernel keeps its matrix sides), then the outermost; it takes it one
+ * index at a time while the block stays too large, else in blocks of bw
+ * and stops. Returns 0 when no choice makes a block fit
+ * opts->cache_bytes (force: any size), else 1 with *net the bytes saved
+ * less those read again.
+ */
+static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
+                         const eb_fuse_opts *opts, eb_fuse_group *g,
+                         double *net)
+{
+    int last = g->nmem - 1;
+    const eb_fuse_step *c = &steps[g->mem[last]];
+    double esz = (double)eb_dtype_size(g->dt), inter = 0;
+    for (int i = 0; i < last; i++)
+        inter += (double)steps[g->mem[i]].plan->out_elems * esz;
+    int cand[EB_MAX_RANK], nc = 0;
+    for (int k = 0; k < c->plan->out_rank; k++) {
+        int l = c->plan->out_ids[k], ok = inst->label_size[l] > 1;
+        for (int q = 0; ok && q < c->nops; q++)
+            ok = g->internal[last][q] < 0 || axis_of(&c->op[q], l) >= 0;
+        for (int i = 0; ok && i < g->nmem; i++)
+            ok = slicable(&steps[g->mem[i]], l);
+        if (ok)
+            cand[nc++] = l;
+    }
+    int lab[EB_MAX_RANK], taken[EB_MAX_RANK] = {0}, n = 0;
+    int64_t nblk[EB_MAX_RANK], bw = 1;
+    double block = inter;
+    while (block > (double)opts->block_bytes) {
+        int best = -1, bclass = 0;
+        double bcost = 0;
+        for (int j = 0; j < nc; j++) {
+            if (taken[j])
+                continue;
+            lab[n] = cand[j];
+            nblk[n] = inst->label_size[cand[j]];
+            double cost = reread_bytes(steps, g, lab, nblk, n + 1, opts);
+            int cls = !batch_of(c, cand[j]);
+            if (best < 0 || cost < bcost || (cost == bcost && cls < bclass)) {
+                best = j;
+                bcost = cost;
+                bclass = cls;
+            }
+        }
+        if (best < 0)
+            break;
+        taken[best] = 1;
+        int64_t size = inst->label_size[cand[best]];
+        lab[n] = cand[best];
+        double per = block / (double)size;
+        if (per <= (double)opts->block_bytes) {
+            bw = block_len(opts, (int64_t)per);
+            if (bw > size)
+                bw = size;
+            nblk[n++] = (size + bw - 1) / bw;
+            block = per * (double)bw;
+            break;
+        }
+        nblk[n++] = size;
+        bw = 1;
+        block = per;
+    }
+    if (n == 0 || (block > (double)opts->cache_bytes && !opts->force))
+        return 0;
+    /* Loop order: the labels taken whole in the output's order, the one
+     * in blocks of bw innermost. */
+    g->nlab = 0;
+    for (int k = 0; k < c->plan->out_rank; k++)
+        for (int j = 0; j < n - 1; j++)
+            if (lab[j] == c->plan->out_ids[k])
+                g->labels[g->nlab++] = lab[j];
+    g->labels[g->nlab++] = lab[n - 1];
+    g->label = lab[n - 1];
+    g->w = inst->label_size[g->label];
+    g->bw = bw;
+    g->nblocks = 1;
+    for (int k = 0; k < g->nlab; k++) {
+        g->lsize[k] = inst->label_size[g->labels[k]];
+        g->nblocks *= k < g->nlab - 1 ? g->lsize[k] : nblk[n - 1];
+    }
+    *net = 2.0 * inter - reread_bytes(steps, g, lab, nblk, n, opts);
+    return 1;
+}
+
+/* Candidate producers of consumer t: the steps not yet in a group that make
+ * its operands, where those are at least opts->min_bytes. */
+static int candidate_producers(const eb_fuse_step *steps, int t,
+                               const int *taken, const eb_fuse_opts *opts,
+                               eb_dtype dt, int *prod)
+{
+    const eb_fuse_step *c = &steps[t];
+    int64_t esz = (int64_t)eb_dtype_size(dt);
+    int n = 0;
+    for (int q = 0; q < c->nops; q++) {
+        int p = c->producer[q];
+        if (p >= 0 && !taken[p] && (n == 0 || prod[0] != p) &&
+            steps[p].plan->out_elems * esz >= opts->min_bytes)
+            prod[n++] = p;
+    }
+    if (n == 2 && prod[0] > prod[1]) {
+        int x = prod[0];
+        prod[0] = prod[1];
+        prod[1] = x;
     }
     return n;
 }
 
-/* Try to make the group of consumer step t; 1 when it was made. */
+/* Members mem[0..np-1] then t; which of t's operands each makes. */
+static void set_members(const eb_fuse_step *steps, int t, const int *prod,
+                        int np, eb_fuse_group *g)
+{
+    const eb_fuse_step *c = &steps[t];
+    g->nmem = np + 1;
+    for (int i = 0; i < np; i++)
+        g->mem[i] = prod[i];
+    g->mem[np] = t;
+    for (int i = 0; i < g->nmem; i++)
+        g->internal[i][0] = g->internal[i][1] = -1;
+    for (int q = 0; q < c->nops; q++)
+        for (int i = 0; i < np; i++)
+            if (c->producer[q] == prod[i])
+                g->internal[np][q] = i;
+}
+
+/*
+ * Try to make the group of consumer step t; 1 when it was made. Both
+ * producers together first, then each alone (the larger output first):
+ * the first set whose blocked labels save more than they read again.
+ */
 static int try_group(const eb_instance *inst, const eb_fuse_step *steps,
                      int t, const int *taken, const eb_fuse_opts *opts,
                      eb_fuse_group *g)
 {
     const eb_fuse_step *c = &steps[t];
-    int w = outer_label(c->plan, inst->label_size);
-    if (c->nops < 2 || w < 0 || !slicable(c, w))
+    int prod[2];
+    if (c->nops < 2)
         return 0;
-    memset(g, 0, sizeof *g);
-    g->dt = inst->dt;
-    g->label = w;
-    g->w = inst->label_size[w];
-    int np = choose_producers(steps, t, taken, opts, g);
-    if (np == 0 || (g->bw >= g->w && !opts->force))
-        return 0;
-    if (g->bw > g->w)
-        g->bw = g->w;
-    g->nmem = np + 1;
-    g->mem[np] = t;
-    double saved = 0;
-    for (int i = 0; i < g->nmem; i++) {
-        g->internal[i][0] = g->internal[i][1] = -1;
-        if (i < np)
-            saved += 2.0 * (double)steps[g->mem[i]].plan->out_elems *
-                     (double)eb_dtype_size(g->dt);
+    int np = candidate_producers(steps, t, taken, opts, inst->dt, prod);
+    int sets[3][2], nset[3], ns = 0;
+    if (np > 0) {
+        sets[ns][0] = prod[0];
+        sets[ns][1] = np > 1 ? prod[1] : -1;
+        nset[ns++] = np;
     }
-    for (int q = 0; q < c->nops; q++)
-        for (int i = 0; i < np; i++)
-            if (c->producer[q] == g->mem[i])
-                g->internal[np][q] = i;
-    /* The consumer's own operands without w are read again per block too. */
-    double extra = (double)((g->w + g->bw - 1) / g->bw - 1);
-    if (!opts->force &&
-        extra * reread_bytes(c, w, g->internal[np],
-                             (int64_t)eb_dtype_size(g->dt)) >= saved)
+    if (np == 2) {
+        int big = steps[prod[1]].plan->out_elems >
+                  steps[prod[0]].plan->out_elems;
+        for (int k = 0; k < 2; k++) {
+            sets[ns][0] = prod[k ? 1 - big : big];
+            nset[ns++] = 1;
+        }
+    }
+    int made = 0;
+    for (int k = 0; k < ns && !made; k++) {
+        memset(g, 0, sizeof *g);
+        g->dt = inst->dt;
+        set_members(steps, t, sets[k], nset[k], g);
+        double net = 0;
+        made = choose_labels(inst, steps, opts, g, &net) &&
+               (opts->force || (net > 0 && g->nblocks > 1));
+        g->gain = net;
+    }
+    if (!made)
         return 0;
     for (int i = 0; i < g->nmem; i++) {
         const eb_fuse_step *st = &steps[g->mem[i]];
-        for (int q = 0; q < st->nops; q++) {
-            int a = axis_of(&st->op[q], w);
-            g->wstride[i][q] = a >= 0 ? st->op[q].stride[a] : 0;
-        }
+        for (int q = 0; q < st->nops; q++)
+            for (int k = 0; k < g->nlab; k++) {
+                int a = axis_of(&st->op[q], g->labels[k]);
+                g->wstride[i][q][k] = a >= 0 ? st->op[q].stride[a] : 0;
+            }
     }
-    g->out_wstride = 1;
-    for (int k = c->plan->out_rank - 1; c->plan->out_ids[k] != w; k--)
-        g->out_wstride *= inst->label_size[c->plan->out_ids[k]];
+    strides_in(c->plan->out_ids, c->plan->out_rank, inst->label_size,
+               g->labels, g->nlab, g->out_wstride);
+    /* The consumer writes in place when the blocked labels are its
+     * output's outermost (of size > 1), in the loop's order: a block is
+     * then one contiguous piece of the output. */
+    int k = 0;
+    for (int a = 0; a < c->plan->out_rank && k < g->nlab; a++) {
+        int l = c->plan->out_ids[a];
+        if (inst->label_size[l] == 1)
+            continue;
+        if (l != g->labels[k])
+            break;
+        k++;
+    }
+    g->scatter = k < g->nlab;
     return 1;
+}
+
+/*
+ * The members' plans on blocks can move more than on whole operands: an
+ * operand read in place whole is prepared block by block when its slice
+ * is not a matrix, and a scattered block of the output is copied into
+ * place once more. Those copies run in cache, but at about the rate of
+ * memory (gm_queen's chains of outer products ran no faster blocked when
+ * the scatter was all they saved): each extra element moved counts as
+ * read and written once, and the group is worth it only while that stays
+ * below what the blocks save.
+ */
+static int worth_plans(const eb_fuse_step *steps, const eb_fuse_group *g)
+{
+    double whole = 0, blocks = g->scatter ? (double)steps[g->mem[g->nmem - 1]]
+                                                .plan->out_elems
+                                          : 0;
+    for (int i = 0; i < g->nmem; i++) {
+        whole += (double)eb_plan_moved(steps[g->mem[i]].plan);
+        blocks += (double)g->nblocks * (double)eb_plan_moved(&g->plan[0][i]);
+    }
+    double esz = (double)eb_dtype_size(g->dt);
+    return 2.0 * (blocks - whole) * esz < g->gain;
+}
+
+/*
+ * Flops per byte of the group's steps unblocked (every operand read and
+ * every output written once). Blocking trades kernel size for memory
+ * traffic: past opts->max_intensity flops a byte the steps are bound by
+ * their kernels, whose blocks would be smaller matrices, and the traffic
+ * saved would not show.
+ */
+static double intensity(const eb_fuse_step *steps, const eb_fuse_group *g)
+{
+    double flops = 0, bytes = 0, esz = (double)eb_dtype_size(g->dt);
+    for (int i = 0; i < g->nmem; i++) {
+        const eb_fuse_step *st = &steps[g->mem[i]];
+        flops += st->plan->flops;
+        bytes += (double)st->plan->out_elems * esz;
+        for (int q = 0; q < st->nops; q++)
+            bytes += (double)eb_view_elems(&st->op[q]) * esz;
+    }
+    return flops / (bytes > 0 ? bytes : 1);
+}
+
+typedef struct {
+    int t;
+    int64_t bytes; /* elements of its candidate producers' outputs */
+} consumer_rank;
+
+static int by_bytes_desc(const void *x, const void *y)
+{
+    const consumer_rank *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return (a->bytes < b->bytes) - (a->bytes > b->bytes);
+    return (a->t > b->t) - (a->t < b->t);
 }
 
 eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
@@ -238,17 +464,35 @@ eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
     int64_t *lsz = malloc((size_t)(inst->num_labels ? inst->num_labels : 1) *
                           sizeof *lsz);
     eb_fuse_group *gs = malloc((size_t)(n ? n : 1) * sizeof *gs);
+    consumer_rank *order = malloc((size_t)(n ? n : 1) * sizeof *order);
     eb_status st = EB_OK;
-    if (!taken || !lsz || !gs) {
+    if (!taken || !lsz || !gs || !order) {
         st = eb_error_set(err, EB_ERR_NOMEM, "out of memory");
         goto done;
     }
     memcpy(lsz, inst->label_size, (size_t)inst->num_labels * sizeof *lsz);
+    /* Consumers with the largest intermediates first: a step that could
+     * be the producer of one group and the consumer of another goes where
+     * it saves more. */
+    for (int t = 0; t < n; t++) {
+        int prod[2];
+        int np = candidate_producers(steps, t, taken, opts, inst->dt, prod);
+        order[t].t = t;
+        order[t].bytes = 0;
+        for (int i = 0; i < np && steps[t].nops == 2; i++)
+            order[t].bytes += steps[prod[i]].plan->out_elems;
+    }
+    qsort(order, (size_t)n, sizeof *order, by_bytes_desc);
     int ng = 0;
-    for (int t = 0; t < n && !st; t++) {
-        if (taken[t] || !try_group(inst, steps, t, taken, opts, &gs[ng]))
+    for (int k = 0; k < n && !st; k++) {
+        int t = order[k].t;
+        if (taken[t] || !try_group(inst, steps, t, taken, opts, &gs[ng]) ||
+            (!opts->force && opts->max_intensity > 0 &&
+             intensity(steps, &gs[ng]) > opts->max_intensity))
             continue;
         st = plan_group(inst, steps, &gs[ng], lsz, err);
+        if (!st && !opts->force && !worth_plans(steps, &gs[ng]))
+            continue;
         for (int i = 0; !st && i < gs[ng].nmem; i++)
             taken[gs[ng].mem[i]] = 1;
         ng += !st;
@@ -259,6 +503,7 @@ eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
         gs = NULL;
     }
 done:
+    free(order);
     free(gs);
     free(lsz);
     free(taken);
@@ -272,32 +517,56 @@ typedef struct {
     eb_exec_counters cnt[EB_FUSE_MAX_PARTS];
 } fuse_job;
 
+/* Block blk's first index along each blocked label. */
+static void block_origin(const eb_fuse_group *g, int64_t blk, int64_t *at)
+{
+    int64_t nlast = (g->w + g->bw - 1) / g->bw;
+    at[g->nlab - 1] = blk % nlast * g->bw;
+    blk /= nlast;
+    for (int k = g->nlab - 2; k >= 0; k--) {
+        at[k] = blk % g->lsize[k];
+        blk /= g->lsize[k];
+    }
+}
+
 /* Blocks [lo, hi) through the whole group on part `part`'s buffers. */
 static void run_blocks(const eb_fuse_group *g, const eb_fuse_bind *b,
                        int part, int64_t lo, int64_t hi, struct eb_team *team,
                        eb_exec_counters *cnt)
 {
     int last = g->nmem - 1;
-    int64_t esz = (int64_t)eb_dtype_size(g->dt);
+    int64_t esz = (int64_t)eb_dtype_size(g->dt), at[EB_MAX_RANK];
     void *const(*buf)[4] = b->buf[part];
     for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t w0 = blk * g->bw;
-        const eb_plan *pl = g->plan[g->w - w0 < g->bw];
+        block_origin(g, blk, at);
+        int tail = g->w - at[g->nlab - 1] < g->bw;
+        const eb_plan *pl = g->plan[tail];
+        int64_t out_off = 0;
+        for (int k = 0; k < g->nlab; k++)
+            out_off += at[k] * g->out_wstride[k];
         for (int i = 0; i <= last; i++) {
             const void *op[2] = {NULL, NULL};
             for (int q = 0; q < 2; q++) {
                 int m = g->internal[i][q];
-                if (m >= 0)
+                if (m >= 0) {
                     op[q] = buf[m][3];
-                else if (b->ext[i][q])
-                    op[q] = (const char *)b->ext[i][q] +
-                            w0 * g->wstride[i][q] * esz;
+                } else if (b->ext[i][q]) {
+                    int64_t off = 0;
+                    for (int k = 0; k < g->nlab; k++)
+                        off += at[k] * g->wstride[i][q][k];
+                    op[q] = (const char *)b->ext[i][q] + off * esz;
+                }
             }
-            void *out = i == last
-                            ? (char *)b->out + w0 * g->out_wstride * esz
-                            : buf[i][3];
+            char *whole = (char *)b->out + out_off * esz;
+            void *out = i < last     ? buf[i][3]
+                        : g->scatter ? (char *)buf[i][2] + g->put_at * esz
+                                     : whole;
             eb_contract_exec(&pl[i], op[0], op[1], buf[i][0], buf[i][1],
                              buf[i][2], out, team, cnt);
+            if (i == last && g->scatter) {
+                eb_perm_exec(&g->put[tail], out, NULL, whole, team);
+                cnt->permuted_elems += pl[i].out_elems;
+            }
         }
     }
 }
@@ -316,7 +585,7 @@ static void fuse_part(void *arg, int part, int nparts)
 {
     (void)nparts;
     fuse_job *j = arg;
-    int64_t nblocks = (j->g->w + j->g->bw - 1) / j->g->bw;
+    int64_t nblocks = j->g->nblocks;
     for (;;) {
         int64_t blk =
             atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -341,7 +610,7 @@ void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
                   struct eb_team *team, eb_exec_counters *cnt)
 {
     int n = eb_team_size(team);
-    int64_t nblocks = (g->w + g->bw - 1) / g->bw;
+    int64_t nblocks = g->nblocks;
     if (n == 1 || b->nparts < n || !blocks_balance(nblocks, n)) {
         run_blocks(g, b, 0, 0, nblocks, team, cnt);
         return;

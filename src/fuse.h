@@ -1,24 +1,40 @@
 /*
  * fuse: blocked execution of a step together with the steps that make its
- * operands, along a batch label, for trace mode.
+ * operands, along some of its output labels, for trace mode.
  *
  * Some steps write an intermediate far larger than the caches only for the
  * next step to read it once (on lm_batch_likelihood_sentence_3_12d: a
  * 15 MB output of a GEMM and of a short-K product, both read by one batched
- * product). When the consumer's output starts with a batch label w that
- * runs through its producers too, the group can run block by block along
- * w: for each block of bw values of w, every producer computes its slice of
- * the intermediate into a small buffer that stays in cache, and the
- * consumer turns the slices into its slice of the output. The numbers are
- * those of the unfused steps (each output element is the same sum in the
- * same order); what goes is the round trip of the intermediates through
- * memory, at the price of re-reading the operands that do not carry w once
- * per block.
+ * product; on gm_queen5_5_3: a 1 GB output of a skinny GEMM read by a
+ * batched GEMM). When labels of the consumer's output run through its
+ * producers' outputs too, the group can run block by block: for each
+ * block, every producer computes its slice of the intermediate into a
+ * small buffer that stays in cache, and the consumer turns the slices into
+ * its slice of the output. What goes is the round trip of the
+ * intermediates through memory, at the price of re-reading the operands
+ * that lack a blocked label once per block along it.
+ *
+ * Blocks: one index at a time along each blocked label but the last, bw
+ * indices of the last (one label when that is enough: dims of 3 need
+ * several). The labels are chosen (eb_fuse_plan) until a block of the
+ * intermediates fits opts->block_bytes: first those whose blocks make no
+ * large operand be read again, among them the consumer's batch labels
+ * first (its matrices keep their sides). A group whose block cannot fit
+ * opts->cache_bytes, or whose blocks save less than they read again or
+ * than their members' plans on blocks move beyond the whole steps', is
+ * not made. When the blocked labels are the outermost of the consumer's
+ * output, a block of it is one contiguous piece and the consumer writes it
+ * in place; otherwise it writes the block compact and a permutation
+ * (permute.h) puts it in place.
+ *
+ * The numbers are those of the same kernels on the blocks: each output
+ * element is the same sum, though a block's plan may pick another kernel
+ * (summation order) than the whole step's.
  *
  * Planning (eb_fuse_plan) is pure: it reads the program's steps and plans
- * each member again on views sliced to bw (and to the tail block), with the
- * same kernel planner as every step. Execution (eb_fuse_exec) only walks
- * the blocks and calls eb_contract_exec.
+ * each member again on views sliced to a block (and to the tail block),
+ * with the same kernel planner as every step. Execution (eb_fuse_exec)
+ * only walks the blocks and calls eb_contract_exec (and eb_perm_exec).
  *
  * Ownership: eb_fuse_plan returns an array of groups the caller frees with
  * free(); groups hold no pointers.
@@ -27,6 +43,7 @@
 #define EB_FUSE_H
 
 #include "contract.h"
+#include "permute.h"
 #include "tensor.h"
 
 /* A consumer and at most two producers; parts that run blocks at once. */
@@ -36,16 +53,24 @@ enum { EB_FUSE_MAX = 3, EB_FUSE_MAX_PARTS = 8 };
 typedef struct {
     int64_t min_bytes;   /* a producer's output at least this large */
     int64_t block_bytes; /* target size of one block's intermediates */
+    int64_t cache_bytes; /* an operand this small stays in cache from
+                            block to block (read again for free); a
+                            block of intermediates larger than this is
+                            not worth a group */
+    double max_intensity; /* no group of steps doing more flops per byte
+                             than this (0: no limit) */
     int force;           /* fuse wherever the structure allows, whatever
                             the cost (tests: small shapes, many blocks) */
 } eb_fuse_opts;
 
 /* The defaults: outputs past 4 MiB (beyond the L2 cache and a good part of
- * a shared L3); blocks of intermediates of about 256 KiB, half of this
- * machine class's 512 KiB L2, so that a block stays in L2 between its
- * producer and its consumer. (On lm_batch_likelihood_sentence_3_12d, at
- * 2 threads the fused step took 2.2-2.6 ms with 256 KiB blocks against
- * 3.1-3.2 ms with 2 MiB; at 1 thread 4.3-4.6 ms either way.) */
+ * a shared L3); blocks of intermediates of about 1 MiB (twice this machine
+ * class's 512 KiB L2, well inside its L3), and no group whose blocks are
+ * larger; operands up to 1 MiB read again per block for free; no group
+ * past 4 flops a byte. (gm_queen's groups over dims of 3 ran faster in
+ * most rounds with 1 MiB blocks than with 256 KiB ones, which made 4-5
+ * times as many blocks of tiny kernels: docs/bench.md, "gm_queen, third
+ * round".) */
 eb_fuse_opts eb_fuse_default_opts(void);
 
 /* One step of the program as fuse sees it. */
@@ -60,13 +85,30 @@ typedef struct {
     eb_dtype dt;              /* the instance's: element size of all bytes */
     int nmem;
     int mem[EB_FUSE_MAX];     /* steps in path order; the last consumes */
-    int label;                /* w */
-    int64_t w, bw;            /* size of w, block length */
+    /* Blocked labels, the block loop's outermost first: each but the last
+     * one index at a time, the last (label, w long) in blocks of bw. */
+    int nlab;
+    int labels[EB_MAX_RANK];
+    int64_t lsize[EB_MAX_RANK];
+    int label;                /* labels[nlab - 1] */
+    int64_t w, bw;            /* its size, block length */
+    int64_t nblocks;          /* blocks of the whole group */
+    double gain;              /* bytes of memory traffic saved, net of
+                                 operands read again */
     /* Operand q of member i: the member that makes it inside the group, or
-     * -1 when it comes from outside (then at offset w0 * wstride). */
+     * -1 when it comes from outside (then at offset sum of the block's
+     * first index along labels[k] times wstride[i][q][k]). */
     int internal[EB_FUSE_MAX][2];
-    int64_t wstride[EB_FUSE_MAX][2];
-    int64_t out_wstride;      /* stride of w in the consumer's output */
+    int64_t wstride[EB_FUSE_MAX][2][EB_MAX_RANK];
+    int64_t out_wstride[EB_MAX_RANK]; /* the labels' strides in the
+                                         consumer's output */
+    /* scatter: a block of the output is not one contiguous piece of it
+     * (blocked labels other than its outermost): the consumer writes it
+     * compact, in the order its planner likes, at put_at elements into its
+     * tmp buffer, and put[] (full block, tail) copies it into place. */
+    int scatter;
+    int64_t put_at;
+    eb_perm put[2];
     eb_plan plan[2][EB_FUSE_MAX]; /* [0]: blocks of bw, [1]: the tail */
     /* Buffers per member, for either plan: prep0, prep1, tmp and, for a
      * producer, its block of output (elements). */

@@ -313,12 +313,6 @@ static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
     return EB_OK;
 }
 
-static int64_t moved(const eb_plan *p)
-{
-    return (p->prep[0] ? p->prep_elems[0] : 0) +
-           (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
-           (p->post ? p->out_elems : 0);
-}
 
 /* Rows of C past which the own kernel's column chunks (at most 24 wide)
  * no longer meet in cache: chunk after chunk re-reads and rewrites the
@@ -336,7 +330,7 @@ enum { STRIP_ROWS = 4096 };
  */
 static int64_t layout_cost(const eb_plan *p)
 {
-    int64_t cost = moved(p);
+    int64_t cost = eb_plan_moved(p);
     if (p->kind != EB_KIND_SMALL_GEMM)
         return cost;
     int t = p->scn != 1 && p->scm == 1;
@@ -405,6 +399,30 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
     return eb_contract_plan(&v[0], s->b_slot < 0 ? NULL : &v[1], keep->ids,
                             keep->n, fixed, inst->label_size, inst->dt, out,
                             err);
+}
+
+/* `was` with the labels that only operand q of step s has (its free
+ * labels) moved to the front, the rest in their order: the step's C is
+ * then one free side by the other, which a GEMM writes in place, and its
+ * consumer reads the other labels as they were. 0 when nothing moves. */
+static int free_side_first(const eb_instance *inst, const eb_view *inputs,
+                           const order *desired, const tstep *s, int q,
+                           const order *was, order *o)
+{
+    eb_view v[2];
+    if (step_views(inst, inputs, desired, s, v) < 2)
+        return 0;
+    order mine = {.n = v[q].rank}, other = {.n = v[1 - q].rank};
+    memcpy(mine.ids, v[q].ids, (size_t)mine.n * sizeof(int));
+    memcpy(other.ids, v[1 - q].ids, (size_t)other.n * sizeof(int));
+    o->n = 0;
+    add_if(o, was, &mine, 1, &other, 0);
+    int front = o->n;
+    for (int k = 0; k < was->n; k++)
+        if (!has(o, was->ids[k]))
+            o->ids[o->n++] = was->ids[k];
+    return front > 0 && front < o->n && memcmp(o->ids, was->ids,
+                                               (size_t)o->n * sizeof(int));
 }
 
 /* Orders of an intermediate tried per step by improve_layouts: its labels
@@ -585,9 +603,12 @@ static int atom_orders(const eb_instance *inst, const order *desired,
 /*
  * Local improvement: where a step permutes its output into the order its
  * consumer asked for, or the consumer permutes it, try other orders of the
- * intermediate: the step's own natural order (the consumer adapts), then
- * the orders of atom_orders; keep the one with which the two steps move
- * the fewest elements, if that is fewer than before.
+ * intermediate: the step's own natural order (the consumer adapts), the
+ * consumer's order with either operand's free labels moved to the front
+ * (a skinny GEMM whose short side is among the consumer's batch labels
+ * then writes C as it computes it, gm_queen5_5_3's 129 M-element
+ * intermediate), then the orders of atom_orders; keep the one with which
+ * the two steps move the fewest elements, if that is fewer than before.
  */
 static eb_status improve_layouts(const eb_instance *inst,
                                  const eb_view *inputs, order *desired,
@@ -596,7 +617,7 @@ static eb_status improve_layouts(const eb_instance *inst,
 {
     int n = inst->num_tensors;
     *changed = 0;
-    enum { NCAND = 3 * 720 + 1 };
+    enum { NCAND = 3 * 720 + 3 };
     eb_plan *alt = malloc(4 * sizeof *alt);
     order *cand = malloc(NCAND * sizeof *cand);
     if (!alt || !cand) {
@@ -608,7 +629,7 @@ static eb_status improve_layouts(const eb_instance *inst,
     for (int t = 0; t + 1 < p->nsteps && !st; t++) {
         tstep *s = &p->steps[t], *c = &p->steps[consumer[t]];
         int64_t best = layout_cost(&s->plan) + layout_cost(&c->plan),
-                bmoved = moved(&s->plan) + moved(&c->plan),
+                bmoved = eb_plan_moved(&s->plan) + eb_plan_moved(&c->plan),
                 copies = kernel_copies(&s->plan) + kernel_copies(&c->plan);
         if (!best && !copies)
             continue;
@@ -621,8 +642,14 @@ static eb_status improve_layouts(const eb_instance *inst,
         cand[0].n = alt[0].out_rank;
         memcpy(cand[0].ids, alt[0].out_ids,
                (size_t)alt[0].out_rank * sizeof(int));
-        int nc = 1 + atom_orders(inst, desired, p, t, consumer[t], &was,
-                                 cand + 1, NCAND - 1);
+        /* Then the consumer's order with either operand's free labels
+         * moved to the front (free_side_first), then the atom orders. */
+        int nc = 1;
+        for (int q = 0; q < 2; q++)
+            nc += free_side_first(inst, inputs, desired, s, q, &was,
+                                  &cand[nc]);
+        nc += atom_orders(inst, desired, p, t, consumer[t], &was, cand + nc,
+                          NCAND - nc);
         for (int q = 0; q < nc && !st; q++) {
             desired[n + t] = cand[q];
             if (q > 0)
@@ -632,7 +659,7 @@ static eb_status improve_layouts(const eb_instance *inst,
                 st = plan_step(inst, inputs, desired, c,
                                &desired[n + consumer[t]], 1, &alt[1], err);
             int64_t mv = layout_cost(&alt[0]) + layout_cost(&alt[1]),
-                    mo = moved(&alt[0]) + moved(&alt[1]),
+                    mo = eb_plan_moved(&alt[0]) + eb_plan_moved(&alt[1]),
                     cp = kernel_copies(&alt[0]) + kernel_copies(&alt[1]);
             /* Taken when the layout cost shrinks and the moved elements
              * do not grow (an equal layout cost with fewer moved elements
@@ -894,6 +921,10 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                 d->fused_at = turn(p, t);
                 d->fuse_label = g->label;
                 d->fuse_block = g->bw;
+                d->fuse_blocks = g->nblocks;
+                d->fuse_nlab = g->nlab;
+                memcpy(d->fuse_labels, g->labels,
+                       (size_t)g->nlab * sizeof(int));
             }
             const eb_view *va = s->a_slot < n ? &views[s->a_slot] : NULL;
             d->a_rank = va ? va->rank : p->steps[s->a_slot - n].plan.out_rank;

@@ -87,6 +87,22 @@ static double fused_vs_ref(const eb_instance *inst, const eb_path *path,
     return e;
 }
 
+/* Forced fusion with each of the block sizes, at one, two and three
+ * threads, against the naive reference. */
+static void forced_vs_naive(const eb_instance *inst, const eb_path *path,
+                            const int64_t *blocks, size_t nblocks,
+                            eb_team **teams, uint64_t seed, const char *name)
+{
+    for (size_t b = 0; b < nblocks; b++)
+        for (int t = 0; t < 3; t++) {
+            eb_fuse_opts o = forced(blocks[b]);
+            double e = fused_vs_ref(inst, path, &o, teams[t], seed, 1);
+            EB_CHECK(e >= 0 && e < 1e-12,
+                     "%s, blocks of %lld bytes, %d threads: rel err %g", name,
+                     (long long)blocks[b], t + 1, e);
+        }
+}
+
 static int64_t size_w13(uint32_t cp, void *arg)
 {
     (void)arg;
@@ -129,14 +145,8 @@ static void test_chains(eb_team **teams)
         int g = count_groups(inst, &path, &o, &fused);
         EB_CHECK(g == cases[c].groups, "%s: %d groups (expected %d)",
                  cases[c].fs, g, cases[c].groups);
-        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
-            for (int t = 0; t < 3; t++) {
-                o = forced(blocks[b]);
-                double e = fused_vs_ref(inst, &path, &o, teams[t], 7 + c, 1);
-                EB_CHECK(e >= 0 && e < 1e-12,
-                         "%s, blocks of %lld bytes, %d threads: rel err %g",
-                         cases[c].fs, (long long)blocks[b], t + 1, e);
-            }
+        forced_vs_naive(inst, &path, blocks, sizeof blocks / sizeof *blocks,
+                        teams, 7 + c, cases[c].fs);
         eb_instance_destroy(inst);
     }
 }
@@ -208,6 +218,159 @@ static void test_default_choice(void)
     eb_instance_destroy(inst);
 }
 
+/* The group trace forms at consumer step c (its description), or -1. */
+static int group_at(const eb_instance *inst, const eb_path *path,
+                    const eb_fuse_opts *opts, int c, eb_step_desc *d)
+{
+    int64_t arena;
+    eb_error err;
+    if (eb_trace_describe(inst, path, opts, d, &arena, &err) != EB_OK)
+        return -1;
+    return d[c].fused_at == c ? d[c].fuse_nlab : -1;
+}
+
+/*
+ * Blocks along several labels: intermediates whose consumer's output
+ * starts with a label the intermediate lacks (e: a block is not one piece
+ * of the output and is scattered into it), with other labels than the
+ * blocked ones, or with the blocked labels themselves (written in place);
+ * odd sizes, so the last label's blocks leave tails. Forced fusion with
+ * 700-byte blocks blocks along two labels; blocks from 1 byte up cover
+ * one-element blocks; the default cost model scaled down to 512-byte
+ * blocks makes what it makes. Results against the naive reference at one,
+ * two and three threads.
+ */
+static void test_multi_label(eb_team **teams)
+{
+    static const char *cases[] = {
+        "abcx,xd,bcde->eabc",
+        "abcx,xd,bcde->abce",
+        "abcx,xd,bcde->bcae",
+        "abcx,xd,dbec->ecab",
+    };
+    tu_sizes sp = {"a=5,b=3,c=7,d=4,x=6,e=3"};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        eb_instance *inst = tu_instance(cases[k], tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", cases[k]);
+        if (!inst)
+            continue;
+        eb_pair steps[2] = {{0, 1}, {0, 1}};
+        eb_path path = {.strategy = "test", .num_steps = 2, .steps = steps};
+        eb_fuse_opts o = forced(700);
+        eb_step_desc d[2];
+        int nlab = group_at(inst, &path, &o, 1, d);
+        EB_CHECK(nlab == 2, "%s: blocked along %d labels", cases[k], nlab);
+        static const int64_t blocks[] = {1, 100, 700, 3000};
+        forced_vs_naive(inst, &path, blocks, sizeof blocks / sizeof *blocks,
+                        teams, 13 + k, cases[k]);
+        o = (eb_fuse_opts){.min_bytes = 0, .block_bytes = 512,
+                           .cache_bytes = 512};
+        double e = fused_vs_ref(inst, &path, &o, teams[1], 11 + k, 1);
+        EB_CHECK(e >= 0 && e < 1e-12, "%s, cost model: rel err %g", cases[k],
+                 e);
+        eb_instance_destroy(inst);
+    }
+}
+
+/*
+ * A skinny GEMM whose short side (b c, 27) is among its consumer's batch
+ * labels (gm_queen5_5_3's steps 147/148 in small): trace lays the
+ * intermediate out short side first, so the producer writes C as it
+ * computes it (nothing permuted) and the consumer reads it in place as
+ * batches. Results against the naive reference in both modes, fused and
+ * not.
+ */
+static void test_short_side_first(eb_team **teams)
+{
+    tu_sizes sp = {"a=3,h=4,x=37,k=5,b=3,c=9,j=2"};
+    eb_instance *inst = tu_instance("ahxk,kbc,abcjh->ajbcx", tu_spec_size,
+                                    &sp);
+    EB_CHECK(inst != NULL, "short-side chain builds");
+    if (!inst)
+        return;
+    eb_pair steps[2] = {{0, 1}, {0, 1}};
+    eb_path path = {.strategy = "test", .num_steps = 2, .steps = steps};
+    eb_step_desc d[2];
+    int64_t arena;
+    eb_error err;
+    EB_CHECK(eb_trace_describe(inst, &path, NULL, d, &arena, &err) == EB_OK,
+             "short-side chain: trace compiles");
+    const eb_plan *p = &d[0].plan;
+    EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && !p->prep[0] && !p->prep[1] &&
+                 !p->post && !d[1].plan.prep[0] && !d[1].plan.prep[1],
+             "short side first: producer %s, %d + %d preparations, post %d; "
+             "consumer %d + %d preparations",
+             eb_kind_name(p->kind), p->prep[0], p->prep[1], p->post,
+             d[1].plan.prep[0], d[1].plan.prep[1]);
+    for (int m = 0; m < EB_MODE_COUNT; m++) {
+        double e = tu_mode_vs_naive(inst, &path, 5, (eb_mode)m, NULL);
+        EB_CHECK(e >= 0 && e <= 1e-12, "short-side chain %s: rel err %g",
+                 eb_mode_name((eb_mode)m), e);
+    }
+    eb_fuse_opts o = forced(64);
+    for (int t = 0; t < 3; t++) {
+        double e = fused_vs_ref(inst, &path, &o, teams[t], 9, 1);
+        EB_CHECK(e >= 0 && e < 1e-12,
+                 "short-side chain fused, %d threads: rel err %g", t + 1, e);
+    }
+    eb_instance_destroy(inst);
+}
+
+/* The default cost model on shipped instances: gm_queen5_5_3's skinny
+ * GEMM and its consumer (a 1 GB intermediate, dims of 3) run blocked
+ * along several labels, blocks of 1 MiB at most (on average); the MERA network's
+ * flop-bound steps form no group. */
+static void test_default_shipped(void)
+{
+    static const struct {
+        const char *file;
+        int consumer; /* step whose group to find, -1: none at all */
+    } cases[] = {
+        {"instances/gm_queen5_5_3.wcsp.json", 148},
+        {"instances/str_nw_mera_closed_120.json", -1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        eb_instance *inst;
+        eb_pathset *ps;
+        eb_error err;
+        if (eb_load_instance(cases[k].file, &inst, &err) ||
+            eb_load_find_paths(inst, NULL, &ps, &err)) {
+            EB_CHECK(0, "%s loads: %s", cases[k].file, err.msg);
+            continue;
+        }
+        const eb_path *path = eb_pathset_find(ps, "opt_flops");
+        eb_fuse_opts o = eb_fuse_default_opts();
+        int n = path ? path->num_steps : 0, fused = 0;
+        eb_step_desc *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+        int64_t arena;
+        int g = path ? count_groups(inst, path, &o, &fused) : -1;
+        if (cases[k].consumer < 0) {
+            EB_CHECK(g == 0, "%s: %d groups (expected none)", cases[k].file,
+                     g);
+        } else if (d && path &&
+                   eb_trace_describe(inst, path, &o, d, &arena, &err) ==
+                       EB_OK) {
+            const eb_step_desc *c = &d[cases[k].consumer];
+            double block = 0; /* bytes of intermediates, per block */
+            for (int s = 0; s < n; s++)
+                if (d[s].fused_at == cases[k].consumer &&
+                    s != cases[k].consumer)
+                    block += 8.0 * (double)d[s].plan.out_elems /
+                             (double)c->fuse_blocks;
+            EB_CHECK(c->fused_at == cases[k].consumer && c->fuse_nlab > 1 &&
+                         block <= (double)o.cache_bytes,
+                     "%s step %d: fused %d along %d labels, %g-byte blocks",
+                     cases[k].file, cases[k].consumer, c->fused_at,
+                     c->fuse_nlab, block);
+        } else {
+            EB_CHECK(0, "%s: trace describes", cases[k].file);
+        }
+        free(d);
+        eb_pathset_destroy(ps);
+        eb_instance_destroy(inst);
+    }
+}
+
 int main(void)
 {
     eb_blas_set_threads(1);
@@ -219,6 +382,9 @@ int main(void)
     test_chains(teams);
     test_lm_networks(teams);
     test_default_choice();
+    test_short_side_first(teams);
+    test_multi_label(teams);
+    test_default_shipped();
     eb_team_destroy(teams[1]);
     eb_team_destroy(teams[2]);
     return eb_check_done("test_fuse");
