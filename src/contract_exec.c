@@ -613,6 +613,189 @@ static void run_blocked(const eb_plan *p, const void *a, const void *b,
     cnt->permuted_elems += p->bp_moved;
 }
 
+typedef struct {
+    const eb_plan *p;
+    const double *y, *x; /* the chunked operand, the other one */
+    double *c, *scratch;
+    const int32_t *tab;  /* see cp_table, or NULL */
+    int parts;
+} cp_job;
+
+/*
+ * The chunk's permutation as a table, when a chunk is one contiguous run
+ * of Y (Y compact): tab[i] is the place in the scratch of the chunk's
+ * element i. A chunk is then moved by reading it in order (whole lines,
+ * which the prefetcher follows) and storing each element at its place in
+ * the scratch, which stays in L2 from one chunk to the next: about two
+ * instructions an element, where the permutation engine's tiles of short
+ * dims (a chunk of 14 dims of 2) took 13 and rebuilt their offset table
+ * for every chunk. Returns 0 (tab not usable) when the chunk is not such
+ * a run.
+ */
+static int cp_table(const eb_xform *x, int64_t blk, int32_t *tab)
+{
+    int64_t idx[EB_MAX_RANK] = {0}, off = 0;
+    for (int64_t i = 0; i < blk; i++)
+        tab[i] = -1;
+    for (int64_t i = 0; i < blk; i++) {
+        if (off < 0 || off >= blk || tab[off] >= 0)
+            return 0;
+        tab[off] = (int32_t)i;
+        for (int d = x->rank - 1; d >= 0; d--) {
+            off += x->in_stride[d];
+            if (++idx[d] < x->shape[d])
+                break;
+            off -= x->in_stride[d] * x->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return 1;
+}
+
+/* Offsets in Y, X and C of flat index i over a chunked plan's outer dims
+ * [d0, d1) (row-major). */
+static void cp_offsets(const eb_plan *p, int d0, int d1, int64_t i,
+                       int64_t *off)
+{
+    off[0] = off[1] = off[2] = 0;
+    for (int d = d1 - 1; d >= d0; d--) {
+        int64_t q = i % p->cp_shape[d];
+        i /= p->cp_shape[d];
+        for (int s = 0; s < 3; s++)
+            off[s] += q * p->cp_stride[s][d];
+    }
+}
+
+/* A chunk's product per batch element i of the chunk: into C (acc NULL),
+ * else into the compact block acc (i's at acc + i M N, rows of N: the
+ * kernel's fastest layout), which the first chunk along the outer
+ * contracted dims writes (cb NULL) and the others add to through cb. */
+static void cp_product(const eb_plan *p, const double *a, const double *b,
+                       double *c, double *acc, double *cb)
+{
+    eb_gemm_k k = {1, 0, p->sak, 0, p->sbk};
+    int64_t M = p->cp_M, N = p->cp_N, mn = M * N, idx[EB_MAX_RANK], off[3];
+    int64_t rows = row_count(p);
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t i = 0; i < rows; i++) {
+        const double *ai = a + off[0], *bi = b + off[1];
+        if (!acc) {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k,
+                               c + off[2], p->scm, p->scn);
+        } else if (!cb) {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k,
+                               acc + i * mn, N, 1);
+        } else {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k, cb,
+                               N, 1);
+            double *ac = acc + i * mn;
+            for (int64_t e = 0; e < mn; e++)
+                ac[e] += cb[e];
+        }
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
+/* The block acc (cp_product) into C, along C's shorter stride. */
+static void cp_store(const eb_plan *p, const double *acc, double *c)
+{
+    int64_t M = p->cp_M, N = p->cp_N, idx[EB_MAX_RANK], off[3];
+    int64_t rows = row_count(p);
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t i = 0; i < rows; i++) {
+        const double *ai = acc + i * M * N;
+        double *ci = c + off[2];
+        if (p->scm < p->scn)
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t m = 0; m < M; m++)
+                    ci[m * p->scm + n * p->scn] = ai[m * N + n];
+        else
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++)
+                    ci[m * p->scm + n * p->scn] = ai[m * N + n];
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
+/* Moves a chunk by its table (cp_table). */
+static void cp_scatter(int64_t n, const int32_t *tab, const double *y,
+                       double *blk)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double y0 = y[i], y1 = y[i + 1], y2 = y[i + 2], y3 = y[i + 3];
+        blk[tab[i]] = y0;
+        blk[tab[i + 1]] = y1;
+        blk[tab[i + 2]] = y2;
+        blk[tab[i + 3]] = y3;
+    }
+    for (; i < n; i++)
+        blk[tab[i]] = y[i];
+}
+
+/* Part of a chunked preparation (eb_plan.cp): its share of the chunks
+ * along the outer free and batch dims, and for each of them every chunk
+ * along the outer contracted dims (which add into the same block of C). */
+static void cp_part(void *arg, int part, int nparts)
+{
+    (void)nparts;
+    const cp_job *j = arg;
+    const eb_plan *p = j->p;
+    int nf = p->cp_nout - p->cp_nk;
+    int64_t nfree = 1, nk = 1;
+    for (int d = 0; d < p->cp_nout; d++)
+        *(d < nf ? &nfree : &nk) *= p->cp_shape[d];
+    long long lo, hi;
+    eb_team_split(nfree, part, j->parts, &lo, &hi);
+    double *blk = j->scratch + part * (p->cp_blk + p->cp_cblk);
+    double *acc = nk > 1 ? blk + p->cp_blk : NULL;
+    double *cb = acc ? acc + p->cp_cblk - p->cp_M * p->cp_N : NULL;
+    for (int64_t f = lo; f < hi; f++) {
+        int64_t of[3], ok[3];
+        cp_offsets(p, 0, nf, f, of);
+        for (int64_t q = 0; q < nk; q++) {
+            cp_offsets(p, nf, p->cp_nout, q, ok);
+            const double *yc = j->y + of[0] + ok[0];
+            if (j->tab)
+                cp_scatter(p->cp_blk, j->tab, yc, blk);
+            else
+                eb_kern_xform(&p->xf[p->cp_side], yc, blk, NULL);
+            const double *x = j->x + of[1] + ok[1];
+            cp_product(p, p->cp_side ? x : blk, p->cp_side ? blk : x,
+                       j->c + of[2], acc, q ? cb : NULL);
+        }
+        if (acc)
+            cp_store(p, acc, j->c + of[2]);
+    }
+}
+
+static void run_chunked(const eb_plan *p, const void *a, const void *b,
+                        void *c, void *tmp, eb_team *team,
+                        eb_exec_counters *cnt)
+{
+    cp_job j = {.p = p, .y = p->cp_side ? b : a, .x = p->cp_side ? a : b,
+                .c = c, .scratch = tmp};
+    int32_t *tab = (int32_t *)((double *)tmp + EB_BP_PARTS * (p->cp_blk +
+                                                             p->cp_cblk));
+    if (cp_table(&p->xf[p->cp_side], p->cp_blk, tab))
+        j.tab = tab;
+    int64_t nfree = 1;
+    for (int d = 0; d < p->cp_nout - p->cp_nk; d++)
+        nfree *= p->cp_shape[d];
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    int n = eb_team_size(team);
+    j.parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
+    j.parts = nfree < j.parts ? (int)nfree : j.parts;
+    if (j.parts > 1 && work >= PARALLEL_MIN_WORK) {
+        team_product(team, j.parts, cp_part, &j, work);
+    } else {
+        j.parts = 1;
+        cp_part(&j, 0, 1);
+    }
+    cnt->permuted_elems += p->bp_moved;
+}
+
 void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
                       void *prep0, void *prep1, void *tmp, void *out,
                       eb_team *team, eb_exec_counters *cnt)
@@ -634,6 +817,10 @@ void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
     }
     if (p->bp) {
         run_blocked(p, a, b, out, tmp, team, cnt);
+        return;
+    }
+    if (p->cp) {
+        run_chunked(p, a, b, out, tmp, team, cnt);
         return;
     }
     if (p->kind == EB_KIND_VEC_GEMM) {
