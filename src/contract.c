@@ -740,7 +740,7 @@ static void plan_blocked(const axes *ax, const layout *best, const orders *o,
 #ifndef CP_BYTES
 #define CP_BYTES BP_BYTES
 #endif
-enum { CP_MIN_OPERAND = 1 << 20, CP_MIN_ELEMS = 1024 };
+enum { CP_MIN_OPERAND = 1 << 20, CP_MIN_ELEMS = 1024, CP_MIN_RUN = 32 };
 
 /* The labels of g that are (in = 1) or are not (in = 0) in h. */
 static group group_filter(const group *g, const group *h, int in)
@@ -750,6 +750,43 @@ static group group_filter(const group *g, const group *h, int in)
         if ((find(h->id, h->n, g->id[q]) >= 0) == in)
             r.id[r.n++] = g->id[q];
     return r;
+}
+
+/* The labels of a chunk of Y (ord: Y's dims by increasing stride): with
+ * kfirst, all of Y's contracted labels gk first (0 if they do not fit);
+ * then the others in ord while they fit. *run: the length of the run of
+ * Y the chunk's dims of smallest stride make (1 if none has stride 1). */
+static int chunk_labels(const axes *Y, const int *ord, const group *gk,
+                        int kfirst, group *in, group *out, int64_t *chunk,
+                        int64_t *run)
+{
+    int64_t cap = CP_BYTES / (int64_t)sizeof(double), n = 1;
+    in->n = out->n = 0;
+    int full = 0;
+    for (int pass = kfirst ? 0 : 1; pass < 2; pass++)
+        for (int q = 0; q < Y->n; q++) {
+            int l = Y->id[ord[q]], isk = find(gk->id, gk->n, l) >= 0;
+            if (kfirst && (pass == 0) != isk)
+                continue;
+            if (!full && n * Y->size[ord[q]] <= cap) {
+                in->id[in->n++] = l;
+                n *= Y->size[ord[q]];
+            } else {
+                if (pass == 0)
+                    return 0;
+                full = 1;
+                out->id[out->n++] = l;
+            }
+        }
+    *chunk = n;
+    *run = 1;
+    for (int q = 0; q < Y->n; q++) {
+        if (find(in->id, in->n, Y->id[ord[q]]) < 0 ||
+            Y->stride[ord[q]] != *run)
+            break;
+        *run *= Y->size[ord[q]];
+    }
+    return 1;
 }
 
 /*
@@ -762,9 +799,14 @@ static group group_filter(const group *g, const group *h, int in)
  * Y is permuted one chunk of its innermost labels at a time into a
  * scratch that stays in cache, and the chunk's product is computed from
  * there. Y is read once, in runs as long as the chunk. Needs the chunk's
- * free labels and the other operand's free labels each to be one dim of
- * C; the other operand is read in place when its free labels and the
- * chunk's contracted labels are each one dim of it, else prepared whole.
+ * free labels and the other operand's each to be one dim of C (with
+ * chunks whose products went to a compact block stored into C through
+ * offset tables otherwise, gm_queen's two such steps and tensornetwork's
+ * step 311 ran slower than with Y prepared whole: dropped). The products
+ * go straight into C, or, when chunks along contracted labels add up,
+ * into a compact block stored into C after the last. The other operand
+ * is read in place when its free labels and the chunk's contracted
+ * labels are each one dim of it, else prepared whole.
  */
 static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
                          int nkeep, const int64_t *label_size, eb_plan *p)
@@ -792,7 +834,10 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
         return;
     int x = 1 - y;
     const axes *Y = &ax[y], *X = &ax[x];
-    /* The chunk: Y's labels by increasing stride, while they fit. */
+    /* The chunk: Y's labels by increasing stride while they fit (one run
+     * of a compact Y); when its contracted labels outside it would add
+     * up too much, Y's contracted labels and then the others by stride
+     * (runs of Y at least CP_MIN_RUN long, nothing added up). */
     int ord[EB_MAX_RANK];
     for (int q = 0; q < Y->n; q++) {
         int r = q;
@@ -800,18 +845,18 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
             ord[r] = ord[r - 1];
         ord[r] = q;
     }
-    group in = {0}, out = {0};
-    int64_t chunk = 1, cap = CP_BYTES / (int64_t)sizeof(double);
-    for (int q = 0; q < Y->n; q++) {
-        int l = Y->id[ord[q]];
-        if (out.n == 0 && chunk * Y->size[ord[q]] <= cap) {
-            in.id[in.n++] = l;
-            chunk *= Y->size[ord[q]];
-        } else {
-            out.id[out.n++] = l;
-        }
+    group in, out;
+    int64_t chunk = 0, run = 0;
+    for (int kfirst = 0; kfirst < 2 && !chunk; kfirst++) {
+        if (!chunk_labels(Y, ord, gk, kfirst, &in, &out, &chunk, &run))
+            continue;
+        group ko = group_filter(&out, gk, 1);
+        int64_t kout = group_size(&ko, label_size);
+        if (chunk < CP_MIN_ELEMS || (kfirst && run < CP_MIN_RUN) ||
+            2 * p->out_elems * (kout - 1) > Y->elems)
+            chunk = 0;
     }
-    if (chunk < CP_MIN_ELEMS || Y->elems < CP_MIN_OPERAND)
+    if (!chunk || Y->elems < CP_MIN_OPERAND)
         return;
     /* Groups of the chunk's product: batch and free labels in C's order,
      * contracted ones in X's. */
@@ -834,9 +879,6 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     /* The outer dims: Y's free and batch labels (outermost first), then
      * its contracted ones; the latter's chunks add into one block of C. */
     group ko = group_filter(&out, gk, 1), fo = group_filter(&out, gk, 0);
-    int64_t kout = group_size(&ko, label_size);
-    if (2 * p->out_elems * (kout - 1) > Y->elems)
-        return;
     /* X in place, or prepared: its outer labels, the chunk's batch
      * labels, then its free and the chunk's contracted labels. */
     axes xl = *X;
@@ -854,8 +896,18 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     axes yl;
     const group *gy[3] = {&bi, y ? &ki : &fy, y ? &fy : &ki};
     compact_axes(gy, 3, label_size, &yl);
-    group none = {0};
-    make_xform(p->dt, Y, &yl, &none, &p->xf[y]);
+    /* The chunk's dims in Y's order (increasing stride), for its table. */
+    p->cp_dims = 0;
+    for (int q = 0; q < Y->n; q++) {
+        int l = Y->id[ord[q]];
+        if (find(in.id, in.n, l) < 0)
+            continue;
+        p->cp_dshape[p->cp_dims] = Y->size[ord[q]];
+        p->cp_dstride[0][p->cp_dims] = Y->stride[ord[q]];
+        p->cp_dstride[1][p->cp_dims] = stride_of(&yl, l);
+        p->cp_dims++;
+    }
+    p->cp_run = run;
     p->prep[x] = xprep;
     p->prep_elems[x] = xprep ? xl.elems : 0;
     p->prep[y] = 0;
@@ -877,6 +929,11 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     fuse(lb, ng, label_size, &p->sbn);
     fuse(c, mg, label_size, &p->scm);
     fuse(c, ng, label_size, &p->scn);
+    /* C's offsets of the chunk's m and n labels, for the block's store
+     * (vstride[g][1]: the vector-batch plan's C strides, unused here). */
+    vec_group(mg, la, c, label_size, p, 0);
+    vec_group(ng, lb, c, label_size, p, 1);
+    p->cp_acc = ko.n > 0;
     p->nb = bi.n;
     for (int q = 0; q < bi.n; q++) {
         p->bshape[q] = label_size[bi.id[q]];
@@ -898,11 +955,14 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     }
     p->cp_nk = ko.n;
     p->cp_blk = chunk;
-    p->cp_cblk = ko.n ? (group_size(&bi, label_size) + 1) * p->cp_M * p->cp_N
-                      : 0;
+    p->cp_cblk = p->cp_acc ? (group_size(&bi, label_size) + 1) * p->cp_M *
+                                 p->cp_N
+                           : 0;
     p->bp_moved = Y->elems;
-    /* ... and the chunk's table (int32, contract_exec.c cp_table). */
-    p->tmp_elems = EB_BP_PARTS * (p->cp_blk + p->cp_cblk) + (chunk + 1) / 2;
+    /* ... then the chunk's tables (int32 places, int64 run offsets:
+     * contract_exec.c cp_table) and the block's offsets in C (int64). */
+    p->tmp_elems = EB_BP_PARTS * (p->cp_blk + p->cp_cblk) + (chunk + 1) / 2 +
+                   chunk / run + p->cp_M + p->cp_N;
 }
 
 static void engine_perm(eb_dtype dt, const axes *c, const axes *la,

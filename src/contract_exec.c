@@ -617,39 +617,40 @@ typedef struct {
     const eb_plan *p;
     const double *y, *x; /* the chunked operand, the other one */
     double *c, *scratch;
-    const int32_t *tab;  /* see cp_table, or NULL */
+    const int32_t *tab;  /* see cp_table */
+    const int64_t *roff;
+    const int64_t *om, *on; /* C's offsets of a block's m and n indices */
     int parts;
 } cp_job;
 
 /*
- * The chunk's permutation as a table, when a chunk is one contiguous run
- * of Y (Y compact): tab[i] is the place in the scratch of the chunk's
- * element i. A chunk is then moved by reading it in order (whole lines,
- * which the prefetcher follows) and storing each element at its place in
- * the scratch, which stays in L2 from one chunk to the next: about two
- * instructions an element, where the permutation engine's tiles of short
- * dims (a chunk of 14 dims of 2) took 13 and rebuilt their offset table
- * for every chunk. Returns 0 (tab not usable) when the chunk is not such
- * a run.
+ * The chunk's permutation as tables: the chunk is cp_blk / cp_run runs of
+ * Y (one run when Y is compact and the chunk is its innermost labels),
+ * run r at roff[r], and tab[r cp_run + i] is the place in the scratch of
+ * element i of run r. A chunk is then moved by reading its runs in order
+ * (whole lines, which the prefetcher follows) and storing each element
+ * at its place in the scratch, which stays in L2 from one chunk to the
+ * next: about two instructions an element, where the permutation
+ * engine's tiles of short dims (a chunk of 14 dims of 2) took 13 and
+ * rebuilt their offset table for every chunk.
  */
-static int cp_table(const eb_xform *x, int64_t blk, int32_t *tab)
+static void cp_table(const eb_plan *p, int32_t *tab, int64_t *roff)
 {
-    int64_t idx[EB_MAX_RANK] = {0}, off = 0;
-    for (int64_t i = 0; i < blk; i++)
-        tab[i] = -1;
-    for (int64_t i = 0; i < blk; i++) {
-        if (off < 0 || off >= blk || tab[off] >= 0)
-            return 0;
-        tab[off] = (int32_t)i;
-        for (int d = x->rank - 1; d >= 0; d--) {
-            off += x->in_stride[d];
-            if (++idx[d] < x->shape[d])
+    int64_t idx[EB_MAX_RANK] = {0}, in = 0, out = 0;
+    for (int64_t t = 0; t < p->cp_blk; t++) {
+        if (t % p->cp_run == 0)
+            roff[t / p->cp_run] = in;
+        tab[t] = (int32_t)out;
+        for (int d = 0; d < p->cp_dims; d++) {
+            in += p->cp_dstride[0][d];
+            out += p->cp_dstride[1][d];
+            if (++idx[d] < p->cp_dshape[d])
                 break;
-            off -= x->in_stride[d] * x->shape[d];
+            in -= p->cp_dstride[0][d] * p->cp_dshape[d];
+            out -= p->cp_dstride[1][d] * p->cp_dshape[d];
             idx[d] = 0;
         }
     }
-    return 1;
 }
 
 /* Offsets in Y, X and C of flat index i over a chunked plan's outer dims
@@ -696,8 +697,10 @@ static void cp_product(const eb_plan *p, const double *a, const double *b,
     }
 }
 
-/* The block acc (cp_product) into C, along C's shorter stride. */
-static void cp_store(const eb_plan *p, const double *acc, double *c)
+/* The block acc (cp_product) into C: C's offsets of the block's m and n
+ * indices are om and on. */
+static void cp_store(const eb_plan *p, const double *acc, const int64_t *om,
+                     const int64_t *on, double *c)
 {
     int64_t M = p->cp_M, N = p->cp_N, idx[EB_MAX_RANK], off[3];
     int64_t rows = row_count(p);
@@ -705,32 +708,34 @@ static void cp_store(const eb_plan *p, const double *acc, double *c)
     for (int64_t i = 0; i < rows; i++) {
         const double *ai = acc + i * M * N;
         double *ci = c + off[2];
-        if (p->scm < p->scn)
+        for (int64_t m = 0; m < M; m++) {
+            double *cm = ci + om[m];
             for (int64_t n = 0; n < N; n++)
-                for (int64_t m = 0; m < M; m++)
-                    ci[m * p->scm + n * p->scn] = ai[m * N + n];
-        else
-            for (int64_t m = 0; m < M; m++)
-                for (int64_t n = 0; n < N; n++)
-                    ci[m * p->scm + n * p->scn] = ai[m * N + n];
+                cm[on[n]] = ai[m * N + n];
+        }
         batch_next(p, p->nb, idx, off);
     }
 }
 
-/* Moves a chunk by its table (cp_table). */
-static void cp_scatter(int64_t n, const int32_t *tab, const double *y,
-                       double *blk)
+/* Moves a chunk by its tables (cp_table). */
+static void cp_scatter(const eb_plan *p, const int32_t *tab,
+                       const int64_t *roff, const double *y, double *blk)
 {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        double y0 = y[i], y1 = y[i + 1], y2 = y[i + 2], y3 = y[i + 3];
-        blk[tab[i]] = y0;
-        blk[tab[i + 1]] = y1;
-        blk[tab[i + 2]] = y2;
-        blk[tab[i + 3]] = y3;
+    int64_t n = p->cp_run;
+    for (int64_t r = 0; r < p->cp_blk / n; r++) {
+        const double *yr = y + roff[r];
+        const int32_t *tr = tab + r * n;
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            double y0 = yr[i], y1 = yr[i + 1], y2 = yr[i + 2], y3 = yr[i + 3];
+            blk[tr[i]] = y0;
+            blk[tr[i + 1]] = y1;
+            blk[tr[i + 2]] = y2;
+            blk[tr[i + 3]] = y3;
+        }
+        for (; i < n; i++)
+            blk[tr[i]] = yr[i];
     }
-    for (; i < n; i++)
-        blk[tab[i]] = y[i];
 }
 
 /* Part of a chunked preparation (eb_plan.cp): its share of the chunks
@@ -748,24 +753,20 @@ static void cp_part(void *arg, int part, int nparts)
     long long lo, hi;
     eb_team_split(nfree, part, j->parts, &lo, &hi);
     double *blk = j->scratch + part * (p->cp_blk + p->cp_cblk);
-    double *acc = nk > 1 ? blk + p->cp_blk : NULL;
+    double *acc = p->cp_acc ? blk + p->cp_blk : NULL;
     double *cb = acc ? acc + p->cp_cblk - p->cp_M * p->cp_N : NULL;
     for (int64_t f = lo; f < hi; f++) {
         int64_t of[3], ok[3];
         cp_offsets(p, 0, nf, f, of);
         for (int64_t q = 0; q < nk; q++) {
             cp_offsets(p, nf, p->cp_nout, q, ok);
-            const double *yc = j->y + of[0] + ok[0];
-            if (j->tab)
-                cp_scatter(p->cp_blk, j->tab, yc, blk);
-            else
-                eb_kern_xform(&p->xf[p->cp_side], yc, blk, NULL);
+            cp_scatter(p, j->tab, j->roff, j->y + of[0] + ok[0], blk);
             const double *x = j->x + of[1] + ok[1];
             cp_product(p, p->cp_side ? x : blk, p->cp_side ? blk : x,
                        j->c + of[2], acc, q ? cb : NULL);
         }
         if (acc)
-            cp_store(p, acc, j->c + of[2]);
+            cp_store(p, acc, j->om, j->on, j->c + of[2]);
     }
 }
 
@@ -777,8 +778,15 @@ static void run_chunked(const eb_plan *p, const void *a, const void *b,
                 .c = c, .scratch = tmp};
     int32_t *tab = (int32_t *)((double *)tmp + EB_BP_PARTS * (p->cp_blk +
                                                              p->cp_cblk));
-    if (cp_table(&p->xf[p->cp_side], p->cp_blk, tab))
-        j.tab = tab;
+    int64_t *roff = (int64_t *)((double *)tab + (p->cp_blk + 1) / 2);
+    cp_table(p, tab, roff);
+    j.tab = tab;
+    j.roff = roff;
+    int64_t *om = roff + p->cp_blk / p->cp_run;
+    vec_offsets(p, 0, 1, om);
+    vec_offsets(p, 1, 1, om + p->cp_M);
+    j.om = om;
+    j.on = om + p->cp_M;
     int64_t nfree = 1;
     for (int d = 0; d < p->cp_nout - p->cp_nk; d++)
         nfree *= p->cp_shape[d];

@@ -203,13 +203,17 @@ static const case_t cases[] = {
      * elements and more) whose labels interleave, permuted one chunk of its innermost labels at a
      * time into cache and multiplied from there: B with contracted labels
      * outside the chunk (blocks of C added up; odd sizes, with free labels
-     * outside too), B with only free ones outside, A (the other operand
+     * outside too), B whose output is too large to add up (its contracted
+     * labels in the chunk: 4 runs of B), B with only free ones outside, A (the other operand
      * read in place, or prepared), A with a diagonal (a chunk that is not
-     * one run: the permutation engine instead of the table), and one whose
-     * chunk's free labels are not one dim of C (prepared whole). */
+     * one run: runs of one element); then chunks whose free labels (C's
+     * m or n side) are not one dim of C (Q, R apart twice; p, P apart)
+     * and an operand too small to chunk: prepared whole. */
     {"zpabc,aNzbQcR->zNQRp", "z=4,p=2,a=4,b=4,c=4,N=64,Q=8,R=8",
      EB_KIND_SMALL_GEMM, 0},
     {"pzabc,aNzbQcR->NzQRp", "z=3,p=2,a=3,b=5,c=3,N=120,Q=7,R=10",
+     EB_KIND_SMALL_GEMM, 0},
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=16,a=4,b=4,c=4,N=64,Q=8,R=8",
      EB_KIND_SMALL_GEMM, 0},
     {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 0},
     {"NzaQbR,zbap->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7",
@@ -219,6 +223,10 @@ static const case_t cases[] = {
     {"NzaQbRR,zabp->zNQRp", "z=3,p=3,N=683,a=4,Q=16,b=4,R=2",
      EB_KIND_SMALL_GEMM, 0},
     {"pab,NaQbR->QNRp", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
+    {"pab,NaQbR->NQpR", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
+    {"zpPabc,aNzbQcR->zpNQRP", "z=4,p=2,P=3,a=4,b=4,c=4,N=64,Q=8,R=8",
+     EB_KIND_SMALL_GEMM, 1},
+    {"pab,NaQbR->QNRp", "p=3,N=64,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
 };
 
 /* The cases above that eager runs with a blocked preparation (eb_plan.bp;
@@ -234,6 +242,7 @@ static const char *const blocked[][2] = {
 static const char *const chunked[][2] = {
     {"zpabc,aNzbQcR->zNQRp", "z=4,p=2,a=4,b=4,c=4,N=64,Q=8,R=8"},
     {"pzabc,aNzbQcR->NzQRp", "z=3,p=2,a=3,b=5,c=3,N=120,Q=7,R=10"},
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=16,a=4,b=4,c=4,N=64,Q=8,R=8"},
     {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=8,b=4,R=8"},
     {"NzaQbR,zbap->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
     {"NzaQbR,zapb->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
