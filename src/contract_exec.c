@@ -556,6 +556,23 @@ static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
         vec_part(&j, 0, 1);
 }
 
+/* Runs job j's units (blocks, chunks) in up to EB_BP_PARTS parts over the
+ * team, each with its own scratch; *parts (the job's) gets their number
+ * before fn runs. */
+static void run_block_parts(eb_team *team, int64_t units, double work,
+                            eb_team_fn fn, void *j, int *parts)
+{
+    int n = eb_team_size(team);
+    *parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
+    *parts = units < *parts ? (int)units : *parts;
+    if (*parts > 1 && work >= PARALLEL_MIN_WORK) {
+        team_product(team, *parts, fn, j, work);
+    } else {
+        *parts = 1;
+        fn(j, 0, 1);
+    }
+}
+
 typedef struct {
     const eb_plan *p;
     const double *a, *b; /* float64: the own GEMM kernel's only dtype */
@@ -601,15 +618,7 @@ static void run_blocked(const eb_plan *p, const void *a, const void *b,
     }
     int64_t nblk = (p->bp_size + p->bp_len - 1) / p->bp_len;
     double work = (double)p->M * (double)p->N * (double)p->K;
-    int n = eb_team_size(team);
-    j.parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
-    j.parts = nblk < j.parts ? (int)nblk : j.parts;
-    if (j.parts > 1 && work >= PARALLEL_MIN_WORK) {
-        team_product(team, j.parts, bp_part, &j, work);
-    } else {
-        j.parts = 1;
-        bp_part(&j, 0, 1);
-    }
+    run_block_parts(team, nblk, work, bp_part, &j, &j.parts);
     cnt->permuted_elems += p->bp_moved;
 }
 
@@ -792,15 +801,7 @@ static void run_chunked(const eb_plan *p, const void *a, const void *b,
         nfree *= p->cp_shape[d];
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
-    int n = eb_team_size(team);
-    j.parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
-    j.parts = nfree < j.parts ? (int)nfree : j.parts;
-    if (j.parts > 1 && work >= PARALLEL_MIN_WORK) {
-        team_product(team, j.parts, cp_part, &j, work);
-    } else {
-        j.parts = 1;
-        cp_part(&j, 0, 1);
-    }
+    run_block_parts(team, nfree, work, cp_part, &j, &j.parts);
     cnt->permuted_elems += p->bp_moved;
 }
 
