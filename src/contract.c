@@ -729,6 +729,242 @@ static void plan_blocked(const axes *ax, const layout *best, const orders *o,
     p->tmp_elems = EB_BP_PARTS * p->bp_blk;
 }
 
+/* A chunked preparation (eb_plan.cp) is taken for an operand of at least
+ * CP_MIN_OPERAND elements (8 MiB of float64: a whole preparation goes
+ * to memory and back; smaller ones were not measured, lm's and mera's
+ * operands of 17 K-335 K elements that would qualify keep their plans),
+ * in chunks of CP_BYTES at most and CP_MIN_ELEMS at least (128 KiB were
+ * faster than 32, 64 or 256 KiB on tensornetwork's step), and when the
+ * elements its chunks along contracted labels add up are at most half
+ * the operand's elements. */
+#ifndef CP_BYTES
+#define CP_BYTES BP_BYTES
+#endif
+enum { CP_MIN_OPERAND = 1 << 20, CP_MIN_ELEMS = 1024, CP_MIN_RUN = 32 };
+
+/* The labels of g that are (in = 1) or are not (in = 0) in h. */
+static group group_filter(const group *g, const group *h, int in)
+{
+    group r = {0};
+    for (int q = 0; q < g->n; q++)
+        if ((find(h->id, h->n, g->id[q]) >= 0) == in)
+            r.id[r.n++] = g->id[q];
+    return r;
+}
+
+/* The labels of a chunk of Y (ord: Y's dims by increasing stride): with
+ * kfirst, all of Y's contracted labels gk first (0 if they do not fit);
+ * then the others in ord while they fit. *run: the length of the run of
+ * Y the chunk's dims of smallest stride make (1 if none has stride 1). */
+static int chunk_labels(const axes *Y, const int *ord, const group *gk,
+                        int kfirst, group *in, group *out, int64_t *chunk,
+                        int64_t *run)
+{
+    int64_t cap = CP_BYTES / (int64_t)sizeof(double), n = 1;
+    in->n = out->n = 0;
+    int full = 0;
+    for (int pass = kfirst ? 0 : 1; pass < 2; pass++)
+        for (int q = 0; q < Y->n; q++) {
+            int l = Y->id[ord[q]], isk = find(gk->id, gk->n, l) >= 0;
+            if (kfirst && (pass == 0) != isk)
+                continue;
+            if (!full && n * Y->size[ord[q]] <= cap) {
+                in->id[in->n++] = l;
+                n *= Y->size[ord[q]];
+            } else {
+                if (pass == 0)
+                    return 0;
+                full = 1;
+                out->id[out->n++] = l;
+            }
+        }
+    *chunk = n;
+    *run = 1;
+    for (int q = 0; q < Y->n; q++) {
+        if (find(in->id, in->n, Y->id[ord[q]]) < 0 ||
+            Y->stride[ord[q]] != *run)
+            break;
+        *run *= Y->size[ord[q]];
+    }
+    return 1;
+}
+
+/*
+ * Chunked preparation (eb_plan.cp) of eager's GEMM step p (planned by
+ * eb_contract_plan in the fixed output order `keep`; float64) whose larger
+ * prepared operand Y is large: instead of permuting Y
+ * whole (written to memory, read back by the kernel; a permutation of a
+ * canonical intermediate whose labels interleave, as 24 dims of 2, runs
+ * far below copy bandwidth because every tile touches dozens of pages),
+ * Y is permuted one chunk of its innermost labels at a time into a
+ * scratch that stays in cache, and the chunk's product is computed from
+ * there. Y is read once, in runs as long as the chunk. Needs the chunk's
+ * free labels and the other operand's each to be one dim of C (with
+ * chunks whose products went to a compact block stored into C through
+ * offset tables otherwise, gm_queen's two such steps and tensornetwork's
+ * step 311 ran slower than with Y prepared whole: dropped). The products
+ * go straight into C, or, when chunks along contracted labels add up,
+ * into a compact block stored into C after the last. The other operand
+ * is read in place when its free labels and the chunk's contracted
+ * labels are each one dim of it, else prepared whole.
+ */
+static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
+                         int nkeep, const int64_t *label_size, eb_plan *p)
+{
+    if ((p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+         p->kind != EB_KIND_GEMV) ||
+        p->dt != EB_F64 || p->bp)
+        return;
+    axes ax[2], cc;
+    merge_view(a, &ax[0]);
+    merge_view(b, &ax[1]);
+    group gbb, gmm, gkk, gnn, sum[2], all = {0};
+    classify(ax, 1, keep, nkeep, &gbb, &gmm, &gkk, &gnn, sum);
+    if (sum[0].n || sum[1].n)
+        return;
+    const group *gb = &gbb, *gm = &gmm, *gk = &gkk, *gn = &gnn;
+    for (int q = 0; q < nkeep; q++)
+        if (label_size[keep[q]] > 1)
+            all.id[all.n++] = keep[q];
+    const group *one[1] = {&all};
+    compact_axes(one, 1, label_size, &cc);
+    const axes *c = &cc;
+    int y = p->prep[1] && (!p->prep[0] || p->prep_elems[1] >= p->prep_elems[0]);
+    if (!p->prep[y])
+        return;
+    int x = 1 - y;
+    const axes *Y = &ax[y], *X = &ax[x];
+    /* The chunk: Y's labels by increasing stride while they fit (one run
+     * of a compact Y); when its contracted labels outside it would add
+     * up too much, Y's contracted labels and then the others by stride
+     * (runs of Y at least CP_MIN_RUN long, nothing added up). */
+    int ord[EB_MAX_RANK];
+    for (int q = 0; q < Y->n; q++) {
+        int r = q;
+        for (; r > 0 && Y->stride[ord[r - 1]] > Y->stride[q]; r--)
+            ord[r] = ord[r - 1];
+        ord[r] = q;
+    }
+    group in, out;
+    int64_t chunk = 0, run = 0;
+    for (int kfirst = 0; kfirst < 2 && !chunk; kfirst++) {
+        if (!chunk_labels(Y, ord, gk, kfirst, &in, &out, &chunk, &run))
+            continue;
+        group ko = group_filter(&out, gk, 1);
+        int64_t kout = group_size(&ko, label_size);
+        if (chunk < CP_MIN_ELEMS || (kfirst && run < CP_MIN_RUN) ||
+            2 * p->out_elems * (kout - 1) > Y->elems)
+            chunk = 0;
+    }
+    if (!chunk || Y->elems < CP_MIN_OPERAND)
+        return;
+    /* Groups of the chunk's product: batch and free labels in C's order,
+     * contracted ones in X's. */
+    const group *fyg = y ? gn : gm, *fxg = y ? gm : gn;
+    /* The chunk's products have all of X's free labels on one side: the
+     * own kernel takes them where that side is short (a BLAS step's too). */
+    if (p->kind != EB_KIND_SMALL_GEMM &&
+        group_size(fxg, label_size) >= EB_SKINNY_MN)
+        return;
+    group t = group_filter(gb, &in, 1), bi, fy, fx, ki;
+    order_by(&t, c, &bi);
+    t = group_filter(fyg, &in, 1);
+    order_by(&t, c, &fy);
+    order_by(fxg, c, &fx);
+    t = group_filter(gk, &in, 1);
+    order_by(&t, X, &ki);
+    int64_t s;
+    if (!fuse(c, &fy, label_size, &s) || !fuse(c, &fx, label_size, &s))
+        return;
+    /* The outer dims: Y's free and batch labels (outermost first), then
+     * its contracted ones; the latter's chunks add into one block of C. */
+    group ko = group_filter(&out, gk, 1), fo = group_filter(&out, gk, 0);
+    /* X in place, or prepared: its outer labels, the chunk's batch
+     * labels, then its free and the chunk's contracted labels. */
+    axes xl = *X;
+    int xprep = !fuse(X, &fx, label_size, &s) || !fuse(X, &ki, label_size, &s);
+    if (xprep) {
+        group xout = {0};
+        for (int q = 0; q < X->n; q++)
+            if (find(out.id, out.n, X->id[q]) >= 0)
+                xout.id[xout.n++] = X->id[q];
+        const group *gs[4] = {&xout, &bi, y ? &fx : &ki, y ? &ki : &fx};
+        compact_axes(gs, 4, label_size, &xl);
+        group none = {0};
+        make_xform(p->dt, X, &xl, &none, &p->xf[x]);
+    }
+    axes yl;
+    const group *gy[3] = {&bi, y ? &ki : &fy, y ? &fy : &ki};
+    compact_axes(gy, 3, label_size, &yl);
+    /* The chunk's dims in Y's order (increasing stride), for its table. */
+    p->cp_dims = 0;
+    for (int q = 0; q < Y->n; q++) {
+        int l = Y->id[ord[q]];
+        if (find(in.id, in.n, l) < 0)
+            continue;
+        p->cp_dshape[p->cp_dims] = Y->size[ord[q]];
+        p->cp_dstride[0][p->cp_dims] = Y->stride[ord[q]];
+        p->cp_dstride[1][p->cp_dims] = stride_of(&yl, l);
+        p->cp_dims++;
+    }
+    p->cp_run = run;
+    p->prep[x] = xprep;
+    p->prep_elems[x] = xprep ? xl.elems : 0;
+    p->prep[y] = 0;
+    p->prep_elems[y] = 0;
+    p->post = 0;
+    p->cp = 1;
+    p->cp_side = y;
+    p->kind = EB_KIND_SMALL_GEMM;
+    const axes *la = y ? &xl : &yl, *lb = y ? &yl : &xl;
+    const group *mg = y ? &fx : &fy, *ng = y ? &fy : &fx;
+    p->cp_M = group_size(mg, label_size);
+    p->cp_N = group_size(ng, label_size);
+    p->cp_K = group_size(&ki, label_size);
+    p->K1 = 1;
+    p->sak1 = p->sbk1 = 0;
+    fuse(la, mg, label_size, &p->sam);
+    fuse(la, &ki, label_size, &p->sak);
+    fuse(lb, &ki, label_size, &p->sbk);
+    fuse(lb, ng, label_size, &p->sbn);
+    fuse(c, mg, label_size, &p->scm);
+    fuse(c, ng, label_size, &p->scn);
+    /* C's offsets of the chunk's m and n labels, for the block's store
+     * (vstride[g][1]: the vector-batch plan's C strides, unused here). */
+    vec_group(mg, la, c, label_size, p, 0);
+    vec_group(ng, lb, c, label_size, p, 1);
+    p->cp_acc = ko.n > 0;
+    p->nb = bi.n;
+    for (int q = 0; q < bi.n; q++) {
+        p->bshape[q] = label_size[bi.id[q]];
+        p->bstride[0][q] = stride_of(la, bi.id[q]);
+        p->bstride[1][q] = stride_of(lb, bi.id[q]);
+        p->bstride[2][q] = stride_of(c, bi.id[q]);
+    }
+    fuse_batch(p);
+    p->cp_nout = 0;
+    for (int g = 0; g < 2; g++) {
+        const group *o = g ? &ko : &fo;
+        for (int q = 0; q < o->n; q++) {
+            int l = o->id[q], d = p->cp_nout++;
+            p->cp_shape[d] = label_size[l];
+            p->cp_stride[0][d] = stride_of(Y, l);
+            p->cp_stride[1][d] = stride_of(&xl, l);
+            p->cp_stride[2][d] = stride_of(c, l);
+        }
+    }
+    p->cp_nk = ko.n;
+    p->cp_blk = chunk;
+    p->cp_cblk = p->cp_acc ? (group_size(&bi, label_size) + 1) * p->cp_M *
+                                 p->cp_N
+                           : 0;
+    p->bp_moved = Y->elems;
+    /* ... then the chunk's tables (int32 places, int64 run offsets:
+     * contract_exec.c cp_table) and the block's offsets in C (int64). */
+    p->tmp_elems = EB_BP_PARTS * (p->cp_blk + p->cp_cblk) + (chunk + 1) / 2 +
+                   chunk / run + p->cp_M + p->cp_N;
+}
+
 static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
                         const axes *lb, eb_perm *ew)
 {
@@ -1015,6 +1251,8 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
 {
     eb_status st = eb_contract_plan(a, b, keep, nkeep, 1, label_size, dt, p,
                                     err);
+    if (!st && b)
+        plan_chunked(a, b, keep, nkeep, label_size, p);
     if (st || !b || plan_moved(p) < PEEL_MIN_MOVED || !gemm_kind(p->kind) ||
         a->rank >= EB_MAX_RANK || b->rank >= EB_MAX_RANK)
         return st;

@@ -82,9 +82,32 @@ typedef struct {
      * long) permutes a block into bp_blk elements of tmp (EB_BP_PARTS such
      * blocks, one per part), and the kernel computes those rows of C from
      * it while it is in cache. prep[0] is then 0; bp_moved: elements the
-     * blocks write per run. */
+     * blocks write per run (also the chunks' of cp). */
     int bp;
     int64_t bp_len, bp_size, bp_rows, bp_in, bp_blk, bp_moved;
+    /* Chunked preparation (eager's GEMM steps, float64; the kind is then
+     * EB_KIND_SMALL_GEMM): when cp is set, operand Y = cp_side is not
+     * permuted whole but chunk by chunk. A chunk is Y's labels of
+     * smallest stride, about CP_BYTES (a contiguous run of a compact Y),
+     * or Y's contracted labels and those (runs of Y); a table moves one
+     * into scratch (compact: batch, then m, k for A or k, n for B) and the
+     * kernel multiplies it with the other operand (in place, or prepared
+     * whole by xf[1 - cp_side]) while it is in cache, into C in its fixed
+     * order. The chunk's product is the plan's kernel with cp_M, cp_N,
+     * cp_K and the plan's strides and batch dims (nb, bshape, bstride: the
+     * chunk's batch labels; Y's strides are the scratch's). The chunks run
+     * over Y's other labels: cp_nout dims of cp_shape, strides cp_stride[0]
+     * in Y, [1] in the other operand, [2] in C; the last cp_nk of them are
+     * contracted labels, whose chunks add into the same block of C. With
+     * cp_acc (such labels) the products go to a compact block
+     * of cp_cblk elements of scratch (the block, then one product of a
+     * batch element to add to it), stored into C after the chunk's last
+     * contracted index through offset tables of its m and n labels
+     * (vdims, vshape, vstride[g][1] for g = 0: m, 1: n). tmp holds
+     * EB_BP_PARTS times cp_blk + cp_cblk elements (a chunk and a block per
+     * part), then tables of cp_blk int32s and cp_blk / cp_run int64s,
+     * then cp_M + cp_N int64s. */
+    int cp, cp_side, cp_nout, cp_nk, cp_acc;
     /* Batch dims and per-operand strides (0: A, 1: B, 2: C). */
     int nb;
     int64_t bshape[EB_MAX_RANK];
@@ -115,6 +138,16 @@ typedef struct {
     int64_t tmp_elems;
     int64_t vshape[3][EB_MAX_RANK];
     int64_t vstride[3][2][EB_MAX_RANK];
+    int64_t cp_M, cp_N, cp_K, cp_blk, cp_cblk;
+    int64_t cp_shape[EB_MAX_RANK];
+    int64_t cp_stride[3][EB_MAX_RANK];
+    /* The chunk's cp_dims dims in Y's order (increasing stride): sizes,
+     * strides in Y [0] and in the scratch [1]; the first make runs of
+     * cp_run elements of Y. */
+    int cp_dims;
+    int64_t cp_run;
+    int64_t cp_dshape[EB_MAX_RANK];
+    int64_t cp_dstride[2][EB_MAX_RANK];
     double flops;                 /* opt_einsum convention */
     /* EB_KIND_MUL and EB_KIND_OUTER: the whole step (after any reducing
      * prep) is one run of the permutation engine, out = A * B over the

@@ -556,6 +556,23 @@ static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
         vec_part(&j, 0, 1);
 }
 
+/* Runs job j's units (blocks, chunks) in up to EB_BP_PARTS parts over the
+ * team, each with its own scratch; *parts (the job's) gets their number
+ * before fn runs. */
+static void run_block_parts(eb_team *team, int64_t units, double work,
+                            eb_team_fn fn, void *j, int *parts)
+{
+    int n = eb_team_size(team);
+    *parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
+    *parts = units < *parts ? (int)units : *parts;
+    if (*parts > 1 && work >= PARALLEL_MIN_WORK) {
+        team_product(team, *parts, fn, j, work);
+    } else {
+        *parts = 1;
+        fn(j, 0, 1);
+    }
+}
+
 typedef struct {
     const eb_plan *p;
     const double *a, *b; /* float64: the own GEMM kernel's only dtype */
@@ -601,15 +618,191 @@ static void run_blocked(const eb_plan *p, const void *a, const void *b,
     }
     int64_t nblk = (p->bp_size + p->bp_len - 1) / p->bp_len;
     double work = (double)p->M * (double)p->N * (double)p->K;
-    int n = eb_team_size(team);
-    j.parts = n < EB_BP_PARTS ? n : EB_BP_PARTS;
-    j.parts = nblk < j.parts ? (int)nblk : j.parts;
-    if (j.parts > 1 && work >= PARALLEL_MIN_WORK) {
-        team_product(team, j.parts, bp_part, &j, work);
-    } else {
-        j.parts = 1;
-        bp_part(&j, 0, 1);
+    run_block_parts(team, nblk, work, bp_part, &j, &j.parts);
+    cnt->permuted_elems += p->bp_moved;
+}
+
+typedef struct {
+    const eb_plan *p;
+    const double *y, *x; /* the chunked operand, the other one */
+    double *c, *scratch;
+    const int32_t *tab;  /* see cp_table */
+    const int64_t *roff;
+    const int64_t *om, *on; /* C's offsets of a block's m and n indices */
+    int parts;
+} cp_job;
+
+/*
+ * The chunk's permutation as tables: the chunk is cp_blk / cp_run runs of
+ * Y (one run when Y is compact and the chunk is its innermost labels),
+ * run r at roff[r], and tab[r cp_run + i] is the place in the scratch of
+ * element i of run r. A chunk is then moved by reading its runs in order
+ * (whole lines, which the prefetcher follows) and storing each element
+ * at its place in the scratch, which stays in L2 from one chunk to the
+ * next. On tensornetwork's step (chunks of 14 dims of 2) the whole chunk
+ * loop, the block's adds and stores included, ran about 7 instructions
+ * an element; the permutation engine's tiles of such short dims took 13
+ * for the move alone and rebuilt their offset table for every chunk.
+ */
+static void cp_table(const eb_plan *p, int32_t *tab, int64_t *roff)
+{
+    int64_t idx[EB_MAX_RANK] = {0}, in = 0, out = 0;
+    for (int64_t t = 0; t < p->cp_blk; t++) {
+        if (t % p->cp_run == 0)
+            roff[t / p->cp_run] = in;
+        tab[t] = (int32_t)out;
+        for (int d = 0; d < p->cp_dims; d++) {
+            in += p->cp_dstride[0][d];
+            out += p->cp_dstride[1][d];
+            if (++idx[d] < p->cp_dshape[d])
+                break;
+            in -= p->cp_dstride[0][d] * p->cp_dshape[d];
+            out -= p->cp_dstride[1][d] * p->cp_dshape[d];
+            idx[d] = 0;
+        }
     }
+}
+
+/* Offsets in Y, X and C of flat index i over a chunked plan's outer dims
+ * [d0, d1) (row-major). */
+static void cp_offsets(const eb_plan *p, int d0, int d1, int64_t i,
+                       int64_t *off)
+{
+    off[0] = off[1] = off[2] = 0;
+    for (int d = d1 - 1; d >= d0; d--) {
+        int64_t q = i % p->cp_shape[d];
+        i /= p->cp_shape[d];
+        for (int s = 0; s < 3; s++)
+            off[s] += q * p->cp_stride[s][d];
+    }
+}
+
+/* A chunk's product per batch element i of the chunk: into C (acc NULL),
+ * else into the compact block acc (i's at acc + i M N, rows of N: the
+ * kernel's fastest layout), which the first chunk along the outer
+ * contracted dims writes (cb NULL) and the others add to through cb. */
+static void cp_product(const eb_plan *p, const double *a, const double *b,
+                       double *c, double *acc, double *cb)
+{
+    eb_gemm_k k = {1, 0, p->sak, 0, p->sbk};
+    int64_t M = p->cp_M, N = p->cp_N, mn = M * N, idx[EB_MAX_RANK], off[3];
+    int64_t rows = row_count(p);
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t i = 0; i < rows; i++) {
+        const double *ai = a + off[0], *bi = b + off[1];
+        if (!acc) {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k,
+                               c + off[2], p->scm, p->scn);
+        } else if (!cb) {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k,
+                               acc + i * mn, N, 1);
+        } else {
+            eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k, cb,
+                               N, 1);
+            double *ac = acc + i * mn;
+            for (int64_t e = 0; e < mn; e++)
+                ac[e] += cb[e];
+        }
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
+/* The block acc (cp_product) into C: C's offsets of the block's m and n
+ * indices are om and on. */
+static void cp_store(const eb_plan *p, const double *acc, const int64_t *om,
+                     const int64_t *on, double *c)
+{
+    int64_t M = p->cp_M, N = p->cp_N, idx[EB_MAX_RANK], off[3];
+    int64_t rows = row_count(p);
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t i = 0; i < rows; i++) {
+        const double *ai = acc + i * M * N;
+        double *ci = c + off[2];
+        for (int64_t m = 0; m < M; m++) {
+            double *cm = ci + om[m];
+            for (int64_t n = 0; n < N; n++)
+                cm[on[n]] = ai[m * N + n];
+        }
+        batch_next(p, p->nb, idx, off);
+    }
+}
+
+/* Moves a chunk by its tables (cp_table). */
+static void cp_scatter(const eb_plan *p, const int32_t *tab,
+                       const int64_t *roff, const double *y, double *blk)
+{
+    int64_t n = p->cp_run;
+    for (int64_t r = 0; r < p->cp_blk / n; r++) {
+        const double *yr = y + roff[r];
+        const int32_t *tr = tab + r * n;
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+            double y0 = yr[i], y1 = yr[i + 1], y2 = yr[i + 2], y3 = yr[i + 3];
+            blk[tr[i]] = y0;
+            blk[tr[i + 1]] = y1;
+            blk[tr[i + 2]] = y2;
+            blk[tr[i + 3]] = y3;
+        }
+        for (; i < n; i++)
+            blk[tr[i]] = yr[i];
+    }
+}
+
+/* Part of a chunked preparation (eb_plan.cp): its share of the chunks
+ * along the outer free and batch dims, and for each of them every chunk
+ * along the outer contracted dims (which add into the same block of C). */
+static void cp_part(void *arg, int part, int nparts)
+{
+    (void)nparts;
+    const cp_job *j = arg;
+    const eb_plan *p = j->p;
+    int nf = p->cp_nout - p->cp_nk;
+    int64_t nfree = 1, nk = 1;
+    for (int d = 0; d < p->cp_nout; d++)
+        *(d < nf ? &nfree : &nk) *= p->cp_shape[d];
+    long long lo, hi;
+    eb_team_split(nfree, part, j->parts, &lo, &hi);
+    double *blk = j->scratch + part * (p->cp_blk + p->cp_cblk);
+    double *acc = p->cp_acc ? blk + p->cp_blk : NULL;
+    double *cb = acc ? acc + p->cp_cblk - p->cp_M * p->cp_N : NULL;
+    for (int64_t f = lo; f < hi; f++) {
+        int64_t of[3], ok[3];
+        cp_offsets(p, 0, nf, f, of);
+        for (int64_t q = 0; q < nk; q++) {
+            cp_offsets(p, nf, p->cp_nout, q, ok);
+            cp_scatter(p, j->tab, j->roff, j->y + of[0] + ok[0], blk);
+            const double *x = j->x + of[1] + ok[1];
+            cp_product(p, p->cp_side ? x : blk, p->cp_side ? blk : x,
+                       j->c + of[2], acc, q ? cb : NULL);
+        }
+        if (acc)
+            cp_store(p, acc, j->om, j->on, j->c + of[2]);
+    }
+}
+
+static void run_chunked(const eb_plan *p, const void *a, const void *b,
+                        void *c, void *tmp, eb_team *team,
+                        eb_exec_counters *cnt)
+{
+    cp_job j = {.p = p, .y = p->cp_side ? b : a, .x = p->cp_side ? a : b,
+                .c = c, .scratch = tmp};
+    int32_t *tab = (int32_t *)((double *)tmp + EB_BP_PARTS * (p->cp_blk +
+                                                             p->cp_cblk));
+    int64_t *roff = (int64_t *)((double *)tab + (p->cp_blk + 1) / 2);
+    cp_table(p, tab, roff);
+    j.tab = tab;
+    j.roff = roff;
+    int64_t *om = roff + p->cp_blk / p->cp_run;
+    vec_offsets(p, 0, 1, om);
+    vec_offsets(p, 1, 1, om + p->cp_M);
+    j.om = om;
+    j.on = om + p->cp_M;
+    int64_t nfree = 1;
+    for (int d = 0; d < p->cp_nout - p->cp_nk; d++)
+        nfree *= p->cp_shape[d];
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    run_block_parts(team, nfree, work, cp_part, &j, &j.parts);
     cnt->permuted_elems += p->bp_moved;
 }
 
@@ -634,6 +827,10 @@ void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
     }
     if (p->bp) {
         run_blocked(p, a, b, out, tmp, team, cnt);
+        return;
+    }
+    if (p->cp) {
+        run_chunked(p, a, b, out, tmp, team, cnt);
         return;
     }
     if (p->kind == EB_KIND_VEC_GEMM) {

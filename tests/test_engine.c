@@ -199,6 +199,34 @@ static const case_t cases[] = {
     {"ac,dcf->adf", "a=11,c=19,d=113,f=19", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=2100", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=21", EB_KIND_SMALL_GEMM, 1},
+    /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
+     * elements and more) whose labels interleave, permuted one chunk of its innermost labels at a
+     * time into cache and multiplied from there: B with contracted labels
+     * outside the chunk (blocks of C added up; odd sizes, with free labels
+     * outside too), B whose output is too large to add up (its contracted
+     * labels in the chunk: 4 runs of B), B with only free ones outside, A (the other operand
+     * read in place, or prepared), A with a diagonal (a chunk that is not
+     * one run: runs of one element); then chunks whose free labels (C's
+     * m or n side) are not one dim of C (Q, R apart twice; p, P apart)
+     * and an operand too small to chunk: prepared whole. */
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=2,a=4,b=4,c=4,N=64,Q=8,R=8",
+     EB_KIND_SMALL_GEMM, 0},
+    {"pzabc,aNzbQcR->NzQRp", "z=3,p=2,a=3,b=5,c=3,N=120,Q=7,R=10",
+     EB_KIND_SMALL_GEMM, 0},
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=16,a=4,b=4,c=4,N=64,Q=8,R=8",
+     EB_KIND_SMALL_GEMM, 0},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 0},
+    {"NzaQbR,zbap->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7",
+     EB_KIND_SMALL_GEMM, 0},
+    {"NzaQbR,zapb->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7",
+     EB_KIND_SMALL_GEMM, 1},
+    {"NzaQbRR,zabp->zNQRp", "z=3,p=3,N=683,a=4,Q=16,b=4,R=2",
+     EB_KIND_SMALL_GEMM, 0},
+    {"pab,NaQbR->QNRp", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
+    {"pab,NaQbR->NQpR", "p=3,N=1024,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
+    {"zpPabc,aNzbQcR->zpNQRP", "z=4,p=2,P=3,a=4,b=4,c=4,N=64,Q=8,R=8",
+     EB_KIND_SMALL_GEMM, 1},
+    {"pab,NaQbR->QNRp", "p=3,N=64,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
 };
 
 /* The cases above that eager runs with a blocked preparation (eb_plan.bp;
@@ -209,12 +237,34 @@ static const char *const blocked[][2] = {
     {"wkxl,lkj->wxj", "w=1001,k=5,x=4,l=3,j=200"},
 };
 
-static int is_blocked(const case_t *c)
+/* ... and with a chunked preparation (eb_plan.cp; its chunked operand
+ * does not count in prep). */
+static const char *const chunked[][2] = {
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=2,a=4,b=4,c=4,N=64,Q=8,R=8"},
+    {"pzabc,aNzbQcR->NzQRp", "z=3,p=2,a=3,b=5,c=3,N=120,Q=7,R=10"},
+    {"zpabc,aNzbQcR->zNQRp", "z=4,p=16,a=4,b=4,c=4,N=64,Q=8,R=8"},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=8,b=4,R=8"},
+    {"NzaQbR,zbap->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
+    {"NzaQbR,zapb->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
+    {"NzaQbRR,zabp->zNQRp", "z=3,p=3,N=683,a=4,Q=16,b=4,R=2"},
+};
+
+static int listed(const case_t *c, const char *const (*list)[2], size_t n)
 {
-    for (size_t k = 0; k < sizeof blocked / sizeof blocked[0]; k++)
-        if (!strcmp(c->fs, blocked[k][0]) && !strcmp(c->sizes, blocked[k][1]))
+    for (size_t k = 0; k < n; k++)
+        if (!strcmp(c->fs, list[k][0]) && !strcmp(c->sizes, list[k][1]))
             return 1;
     return 0;
+}
+
+static int is_blocked(const case_t *c)
+{
+    return listed(c, blocked, sizeof blocked / sizeof blocked[0]);
+}
+
+static int is_chunked(const case_t *c)
+{
+    return listed(c, chunked, sizeof chunked / sizeof chunked[0]);
 }
 
 static void test_cases(void)
@@ -243,6 +293,9 @@ static void test_cases(void)
             EB_CHECK(d.plan.bp == is_blocked(&cases[c]),
                      "%s (%s): blocked preparation %d", cases[c].fs,
                      cases[c].sizes, d.plan.bp);
+            EB_CHECK(d.plan.cp == is_chunked(&cases[c]),
+                     "%s (%s): chunked preparation %d", cases[c].fs,
+                     cases[c].sizes, d.plan.cp);
             if (cases[c].prep >= 0)
                 EB_CHECK(d.plan.prep[0] + d.plan.prep[1] == cases[c].prep,
                          "%s: %d operand preparations, want %d", cases[c].fs,
