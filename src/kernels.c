@@ -26,6 +26,10 @@ double eb_kern_dot(int64_t K, const double *a, int64_t sa, const double *b,
 /* Largest C tile the small GEMM keeps on the stack (C strided both ways). */
 enum { SMALL_TILE = 1024 };
 
+/* Columns per tile where C, strided both ways, has more than SMALL_TILE
+ * (tiles of 4 rows and more). */
+enum { SMALL_TILE_COLS = 256 };
+
 /* Rows of a vector-batch block the packer prefetches ahead. */
 #define VEC_PREFETCH 8
 
@@ -633,24 +637,27 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
         eb_kern_gemm_rowc_avx2(M, N, K, a, sam, b, sbn, k, c, scm);
         return;
     }
-    if (N > SMALL_TILE) {
-        eb_kern_gemm_dots(M, N, K, a, sam, b, sbn, k, c, scm, scn);
-        return;
-    }
-    /* C strided both ways: blocks of rows into a compact tile on the
-     * stack, then scattered. */
+    /* C strided both ways: blocks of rows (by column chunks of at most
+     * SMALL_TILE_COLS where N is larger than a tile) into a compact tile
+     * on the stack, then scattered. A C of more than SMALL_TILE columns
+     * went through one scalar dot product per element: 4 x 524288 x 4
+     * with C's rows 2 apart and columns 8 apart, 84-90 ms where the tiles
+     * take docs/bench.md's "Small GEMMs, third round" figure. */
     double tile[SMALL_TILE];
-    int64_t rows = SMALL_TILE / N;
-    for (int64_t m0 = 0; m0 < M; m0 += rows) {
-        int64_t mc = M - m0 < rows ? M - m0 : rows;
-        eb_kern_gemm_rowc_avx2(mc, N, K, a + m0 * sam, sam, b, sbn, k, tile,
-                               N);
-        for (int64_t m = 0; m < mc; m++)
-            for (int64_t n = 0; n < N; n++)
-                c[(m0 + m) * scm + n * scn] = tile[m * N + n];
+    int64_t nw = N <= SMALL_TILE ? N : SMALL_TILE_COLS;
+    int64_t rows = SMALL_TILE / nw;
+    for (int64_t n0 = 0; n0 < N; n0 += nw) {
+        int64_t nc = N - n0 < nw ? N - n0 : nw;
+        for (int64_t m0 = 0; m0 < M; m0 += rows) {
+            int64_t mc = M - m0 < rows ? M - m0 : rows;
+            eb_kern_gemm_rowc_avx2(mc, nc, K, a + m0 * sam, sam,
+                                   b + n0 * sbn, sbn, k, tile, nc);
+            for (int64_t m = 0; m < mc; m++)
+                for (int64_t n = 0; n < nc; n++)
+                    c[(m0 + m) * scm + (n0 + n) * scn] = tile[m * nc + n];
+        }
     }
 }
-
 
 /* The 4 x 4 transpose of r[0..3] in place: r[j][x] <-> r[x][j]. */
 __attribute__((target("avx2"), always_inline)) static inline void

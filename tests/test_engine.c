@@ -474,7 +474,8 @@ static void test_few_rows(void)
 /* The row kernel's column chunks (12 wide while more than 16 remain, then
  * the rest; the last vector of a chunk shifted left) and row blocks (3 or
  * 4 rows, then the rest): every N from 1 to 41 on 7 and 13 rows, a K of
- * 19 in one or three blocks, C row-major and strided. */
+ * 19 in one or three blocks, C row-major and strided; and a strided C
+ * wider than the stack tile. */
 static void test_row_chunks(void)
 {
     uint64_t seed = 7;
@@ -484,6 +485,10 @@ static void test_row_chunks(void)
                 check_gemm_layout(M, N, 19, K1, 0, 0, &seed);
                 check_gemm_layout(M, N, 19, K1, 2, 0, &seed);
             }
+    /* C strided both ways and wider than a tile: tiles of 256 columns
+     * (a tail of 20 and of 76) by 4 rows (a tail of 1). */
+    check_gemm_layout(5, 1300, 7, 2, 2, 0, &seed);
+    check_gemm_layout(37, 1100, 19, 1, 2, 0, &seed);
 }
 
 /* The k-vector kernel (both operands contiguous along k, a side of C of
