@@ -376,9 +376,9 @@ eb_kern_dot_block_avx2(int64_t x0, int64_t len, int64_t k1a, int64_t k1b,
     }
     /* Each row's nr sums across lanes at once, (x0 + x1) + (x2 + x3):
      * two horizontal adds, two lane swaps and an add for up to four dot
-     * products (one at a time took five instructions each, a fifth of
-     * the step for 19 x 19 x (92 x 19)); a row of four contiguous C
-     * elements is updated as one vector. */
+     * products (one at a time took five instructions each; str_mps's
+     * trace sample 92.4M -> 90.2M instructions); a row of four
+     * contiguous C elements is updated as one vector. */
     _Pragma("GCC unroll 3")
     for (int r = 0; r < mr; r++) {
         __m256d z = _mm256_setzero_pd();
@@ -641,8 +641,8 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
      * SMALL_TILE_COLS where N is larger than a tile) into a compact tile
      * on the stack, then scattered. A C of more than SMALL_TILE columns
      * went through one scalar dot product per element: 4 x 524288 x 4
-     * with C's rows 2 apart and columns 8 apart, 84-90 ms where the tiles
-     * take docs/bench.md's "Small GEMMs, third round" figure. */
+     * with C's rows 2 apart and columns 8 apart took 84-90 ms, in tiles
+     * 13-17 ms (docs/bench.md, "Final measurements, third round"). */
     double tile[SMALL_TILE];
     int64_t nw = N <= SMALL_TILE ? N : SMALL_TILE_COLS;
     int64_t rows = SMALL_TILE / nw;

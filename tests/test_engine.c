@@ -200,12 +200,13 @@ static const case_t cases[] = {
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=2100", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=21", EB_KIND_SMALL_GEMM, 1},
     /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
-     * elements and more) whose labels interleave, permuted one chunk of its innermost labels at a
-     * time into cache and multiplied from there: B with contracted labels
-     * outside the chunk (blocks of C added up; odd sizes, with free labels
-     * outside too), B whose output is too large to add up (its contracted
-     * labels in the chunk: 4 runs of B), B with only free ones outside, A (the other operand
-     * read in place, or prepared), A with a diagonal (a chunk that is not
+     * elements and more) whose labels interleave, permuted one chunk of
+     * its innermost labels at a time into cache and multiplied from
+     * there: B with contracted labels outside the chunk (blocks of C
+     * added up; odd sizes, with free labels outside too), B whose output
+     * is too large to add up (its contracted labels in the chunk: 4 runs
+     * of B), B with only free ones outside, A (the other operand read in
+     * place, or prepared), A with a diagonal (a chunk that is not
      * one run: runs of one element); then chunks whose free labels (C's
      * m or n side) are not one dim of C (Q, R apart twice; p, P apart)
      * and an operand too small to chunk: prepared whole. */
