@@ -985,35 +985,51 @@ static void engine_perm(eb_dtype dt, const axes *c, const axes *la,
  * it again on every read. */
 enum { ENGINE_PREP_RATIO = 4 };
 
-/*
- * EB_KIND_MUL, EB_KIND_OUTER: one engine plan over the output's labels,
- * each operand read in its (prepared) layout. When that plan is not rows
- * and the operands are small next to the output (a broadcast), they are
- * first permuted into the output's label order, once.
- */
-static void plan_engine(const layout *L, const axes *ax, const group *sum,
-                        const int64_t *label_size, eb_plan *p)
+/* A small operand that varies along the output's innermost dims (a
+ * factor whose labels sit among the short inner dims of a large product)
+ * is expanded over those dims until they make a row of at least
+ * EXPAND_ROW_BYTES, if the copy stays within EXPAND_MAX_BYTES: the step
+ * then multiplies whole rows by one row of the copy. gm_queen's products
+ * of a 43 M-element tensor by a 3 x 3 factor whose labels are its 2nd and
+ * 4th innermost dims ran as tiles of 3 elements. */
+enum { EXPAND_ROW_BYTES = 1024, EXPAND_MAX_BYTES = 64 * 1024 };
+
+/* lay: operand s's labels among c's, in c's order, compact; with
+ * `inner` > 0, c's last dims up to `inner` elements all included (the
+ * operand broadcast over those it lacks). */
+static void engine_layout(const axes *c, const axes *op, int64_t inner,
+                          const int64_t *label_size, axes *lay)
 {
-    engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
-    if (p->ew.mode == EB_PERM_ROW)
-        return;
-    axes lay[2];
+    int j = c->n;
+    for (int64_t e = 1; inner > 0 && j > 0 && e < inner; j--)
+        e *= c->size[j - 1];
+    group g = {0};
+    for (int d = 0; d < c->n; d++)
+        if (d >= j || stride_of(op, c->id[d]))
+            g.id[g.n++] = c->id[d];
+    const group *one[1] = {&g};
+    compact_axes(one, 1, label_size, lay);
+}
+
+/* Take lay[s] for the operands `mask` says, if the engine then runs rows
+ * and the copies are small next to the output. */
+static int engine_try(const layout *L, const axes *ax, const group *sum,
+                      const axes *lay, int mask, eb_plan *p)
+{
+    const axes *use[2];
     int64_t moved = 0;
     for (int s = 0; s < 2; s++) {
-        group g = {0};
-        for (int d = 0; d < L->c.n; d++)
-            if (stride_of(&L->lay[s], L->c.id[d]))
-                g.id[g.n++] = L->c.id[d];
-        const group *one[1] = {&g};
-        compact_axes(one, 1, label_size, &lay[s]);
-        moved += ax[s].elems;
+        use[s] = mask >> s & 1 ? &lay[s] : &L->lay[s];
+        moved += mask >> s & 1 ? ax[s].elems : 0;
     }
     eb_perm alt;
-    engine_perm(p->dt, &L->c, &lay[0], &lay[1], &alt);
+    engine_perm(p->dt, &L->c, use[0], use[1], &alt);
     if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
-        return;
+        return 0;
     p->ew = alt;
     for (int s = 0; s < 2; s++) {
+        if (!(mask >> s & 1))
+            continue;
         int same = 1;
         for (int d = 0; d < lay[s].n && same; d++)
             same = stride_of(&L->lay[s], lay[s].id[d]) == lay[s].stride[d];
@@ -1023,6 +1039,37 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
         p->prep[s] = 1;
         p->prep_elems[s] = lay[s].elems;
     }
+    return 1;
+}
+
+/*
+ * EB_KIND_MUL, EB_KIND_OUTER: one engine plan over the output's labels,
+ * each operand read in its (prepared) layout. When that plan is not rows
+ * and the operands are small next to the output (a broadcast), they are
+ * first permuted into the output's label order, once; failing that, the
+ * small ones are expanded over the output's innermost dims (EXPAND_*).
+ */
+static void plan_engine(const layout *L, const axes *ax, const group *sum,
+                        const int64_t *label_size, eb_plan *p)
+{
+    engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
+    if (p->ew.mode == EB_PERM_ROW)
+        return;
+    axes lay[2];
+    for (int s = 0; s < 2; s++)
+        engine_layout(&L->c, &L->lay[s], 0, label_size, &lay[s]);
+    if (engine_try(L, ax, sum, lay, 3, p))
+        return;
+    int64_t es = (int64_t)eb_dtype_size(p->dt), inner = EXPAND_ROW_BYTES / es;
+    int mask = 0;
+    for (int s = 0; s < 2; s++) {
+        engine_layout(&L->c, &L->lay[s], inner, label_size, &lay[s]);
+        if (lay[s].elems * es <= EXPAND_MAX_BYTES &&
+            lay[s].elems * ENGINE_PREP_RATIO <= L->c.elems)
+            mask |= 1 << s;
+    }
+    if (mask == 1 || mask == 2)
+        engine_try(L, ax, sum, lay, mask, p);
 }
 
 /*

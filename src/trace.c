@@ -150,6 +150,24 @@ static void plan_layouts(const eb_instance *inst, const eb_schedule *sch,
             if (has(other, l) && !has(O, l) && !has(&k, l))
                 k.ids[k.n++] = l;
         }
+        /* Nothing contracted: the step runs on the permutation engine
+         * (a multiply, maybe broadcast, or an outer product), which takes
+         * any layout and moves whole rows when each intermediate operand
+         * has its labels in the output's order. Batch labels first would
+         * make each such step a permutation: gm_queen's chain of five
+         * 43 M-element products by 3 x 3 factors, each output with the
+         * next factor's labels moved to the front, ran at 1.3-5.4 times
+         * its bound. */
+        if (k.n == 0) {
+            const int ops[2] = {st->a, st->b};
+            for (int s = 0; s < 2; s++)
+                if (ops[s] >= n) {
+                    order *d = &desired[ops[s]], was = *d;
+                    d->n = 0;
+                    add_if(d, O, &was, 1, &was, 1);
+                }
+            continue;
+        }
         if (st->a >= n) {
             order *d = &desired[st->a];
             int kfirst =
@@ -321,7 +339,8 @@ enum { STRIP_ROWS = 4096 };
 
 /*
  * Elements a plan moves, as improve_layouts compares layouts: its
- * preparations and post permutation (moved), plus, for the own GEMM
+ * preparations and post permutation (moved), plus its output for a
+ * multiply or outer product the engine does not run as rows, plus, for the own GEMM
  * kernel writing a C of more than STRIP_ROWS rows in its orientation (C's
  * contiguous side as columns) and more than 24 columns, C once more per
  * extra column chunk. gm_queen's 9 x (59049 x 81 x 3) step with C laid
@@ -331,6 +350,11 @@ enum { STRIP_ROWS = 4096 };
 static int64_t layout_cost(const eb_plan *p)
 {
     int64_t cost = eb_plan_moved(p);
+    /* The permutation engine runs a multiply or outer product in any
+     * layout, but in tiles, at the rate of a permutation, unless rows. */
+    if ((p->kind == EB_KIND_MUL || p->kind == EB_KIND_OUTER) &&
+        p->ew.mode != EB_PERM_ROW)
+        return cost + p->out_elems;
     if (p->kind != EB_KIND_SMALL_GEMM)
         return cost;
     int t = p->scn != 1 && p->scm == 1;

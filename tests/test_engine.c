@@ -583,6 +583,45 @@ static void test_skinny_chain(void)
 }
 
 /*
+ * A chain of products of one large tensor by small factors (gm_queen's
+ * five 43 M-element steps by 3 x 3 factors): trace keeps the tensor's
+ * label order from step to step (trace.c, plan_layouts: nothing
+ * contracted, operands in the output's order; layout_cost: a step the
+ * engine runs in tiles costs its output), and a factor whose labels lie
+ * among the short innermost dims is expanded over them into a row
+ * (contract.c, plan_engine): every step runs rows, but one where the
+ * instance's output order differs from the input's (the permutation made
+ * once). Odd sizes, results against the naive reference in both modes.
+ */
+static void test_broadcast_chain(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+        int tiled; /* steps allowed to run in tiles */
+    } nets[] = {
+        {"abcdefgh,gh,eh,cg,bd->abcdefgh",
+         "a=5,b=3,c=3,d=3,e=3,f=3,g=3,h=3", 0},
+        {"abcdefgh,gh,eh,cg,bd->hgfedcba",
+         "a=7,b=3,c=2,d=3,e=5,f=3,g=3,h=2", 1},
+    };
+    for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
+        eb_step_desc d[8];
+        int n = chain_trace(nets[c].fs, nets[c].sizes, 51 + c, d), tiled = 0;
+        for (int s = 0; s < n; s++) {
+            const eb_plan *p = &d[s].plan;
+            EB_CHECK((p->kind == EB_KIND_MUL || p->kind == EB_KIND_OUTER) &&
+                         !p->post,
+                     "%s step %d: %s, post %d", nets[c].fs, s,
+                     eb_kind_name(p->kind), p->post);
+            tiled += p->ew.mode != EB_PERM_ROW;
+        }
+        EB_CHECK(n == 4 && tiled == nets[c].tiled,
+                 "%s: %d steps, %d in tiles, want 4 and %d", nets[c].fs, n,
+                 tiled, nets[c].tiled);
+    }
+}
+
+/*
  * Trace's layout search (trace.c, improve_layouts and atom_orders): a
  * batched product whose consumer reads its output as a matrix with the
  * producer's n group split around its m group (lm's batched 16^3 steps
@@ -640,6 +679,7 @@ int main(void)
     test_vec_prep_dtype();
     test_skinny_chain();
     test_layout_search();
+    test_broadcast_chain();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and
@@ -651,6 +691,7 @@ int main(void)
             test_cases();
             test_skinny_chain();
             test_layout_search();
+            test_broadcast_chain();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
