@@ -46,8 +46,9 @@
 #include "permute.h"
 #include "tensor.h"
 
-/* A consumer and at most two producers; parts that run blocks at once. */
-enum { EB_FUSE_MAX = 3, EB_FUSE_MAX_PARTS = 8 };
+/* Steps of a group (a consumer, at most two producers, then the steps of
+ * a chain that use its output); parts that run blocks at once. */
+enum { EB_FUSE_MAX = 8, EB_FUSE_MAX_PARTS = 8 };
 
 /* When to fuse. */
 typedef struct {

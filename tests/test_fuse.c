@@ -273,6 +273,57 @@ static void test_multi_label(eb_team **teams)
 }
 
 /*
+ * A group extended along a chain (fuse.c, extend_group): a product whose
+ * output is multiplied, step after step, by smaller factors (gm_queen's
+ * product of two 43 M-element intermediates and the five products by 3 x 3
+ * factors after it). Every factor has the blocked label w, so each longer
+ * group saves more: forced fusion puts all steps in one group run at the
+ * last; where the third step is a GEMM the group stops before it. Odd
+ * sizes, blocks of 1 byte to all, results against the naive reference at
+ * one, two and three threads.
+ */
+static void test_extended_chain(eb_team **teams)
+{
+    static const struct {
+        const char *fs, *sizes;
+        int fused; /* steps in the group run at the last step */
+    } cases[] = {
+        {"wa,wb,wab,wb,w->wab", "w=13,a=6,b=7", 4},
+        {"wa,wb,wab,wb,w->bwa", "w=17,a=5,b=9", 4},
+        {"wa,wb,wab,bc->wac", "w=13,a=6,b=7,c=5", 2},
+    };
+    static const int64_t blocks[] = {1, 100, 1000, 1 << 20};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tu_sizes sp = {cases[k].sizes};
+        eb_instance *inst = tu_instance(cases[k].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", cases[k].fs);
+        if (!inst)
+            continue;
+        /* The product first, then the intermediate (last) with the next
+         * operand (first). */
+        int n = inst->num_tensors - 1;
+        eb_pair steps[4] = {{0, 1}};
+        for (int s = 1; s < n; s++)
+            steps[s] = (eb_pair){0, inst->num_tensors - s - 1};
+        eb_path path = {.strategy = "test", .num_steps = n, .steps = steps};
+        eb_fuse_opts o = forced(100);
+        eb_step_desc d[4];
+        int64_t arena;
+        eb_error err;
+        int in_last = 0;
+        if (eb_trace_describe(inst, &path, &o, d, &arena, &err) == EB_OK)
+            for (int s = 0; s < n; s++)
+                in_last += d[s].fused_at == cases[k].fused - 1;
+        EB_CHECK(in_last == cases[k].fused,
+                 "%s: %d steps in the group at step %d, want %d", cases[k].fs,
+                 in_last, cases[k].fused - 1, cases[k].fused);
+        forced_vs_naive(inst, &path, blocks, sizeof blocks / sizeof *blocks,
+                        teams, 23 + k, cases[k].fs);
+        eb_instance_destroy(inst);
+    }
+}
+
+/*
  * A skinny GEMM whose short side (b c, 27) is among its consumer's batch
  * labels (gm_queen5_5_3's steps 147/148 in small): trace lays the
  * intermediate out short side first, so the producer writes C as it
@@ -384,6 +435,7 @@ int main(void)
     test_default_choice();
     test_short_side_first(teams);
     test_multi_label(teams);
+    test_extended_chain(teams);
     test_default_shipped();
     eb_team_destroy(teams[1]);
     eb_team_destroy(teams[2]);
