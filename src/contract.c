@@ -347,6 +347,18 @@ static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
     if (p->kind != EB_KIND_COPY)
         layout_operand(p, &ax[1], nsum[1], o, 1, label_size, L);
     layout_output(p, o, keep, nkeep, fixed, label_size, L);
+    /* The own kernel computes a C whose m side is the contiguous one as
+     * C^T = B^T A^T, reading A^T as its right operand: a prepared A then
+     * goes k-major, m contiguous, or the kernel copies its panels once
+     * more (gm_queen's 4374 x 27 x 9 blocks, C written column-major). */
+    const axes *kc = L->post ? &L->tmp : &L->c;
+    int64_t scm, scn;
+    if (p->kind == EB_KIND_SMALL_GEMM && L->prep[0] && !L->ksplit &&
+        p->M > 1 && fuse(kc, &o->m, label_size, &scm) && scm == 1 &&
+        !(fuse(kc, &o->n, label_size, &scn) && scn == 1)) {
+        const group *gs[3] = {&o->b, &o->k, &o->m};
+        compact_axes(gs, 3, label_size, &L->lay[0]);
+    }
 }
 
 /* Small batched matrices or a short K (SMALL_MNK, LOW_K). */

@@ -583,6 +583,50 @@ static void test_skinny_chain(void)
 }
 
 /*
+ * The own kernel computes a C whose m side is contiguous as C^T = B^T A^T:
+ * an A it prepares anyway is laid out k-major (contract.c, evaluate), so
+ * that the kernel reads A^T's rows contiguous instead of copying its
+ * panels. Odd sizes, C column-major in m with n short (3, 5) and longer
+ * (26): the plan and the result against the naive reference, both modes.
+ */
+static void test_kmajor_prep(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+    } nets[] = {
+        {"ija,jb->bia", "i=37,j=9,a=5,b=3"},
+        {"ija,jb->bia", "i=41,j=7,a=3,b=26"},
+        {"ajic,jb->bcia", "i=17,j=5,a=3,b=5,c=2"},
+    };
+    for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
+        tu_sizes sp = {nets[c].sizes};
+        eb_instance *inst = tu_instance(nets[c].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", nets[c].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[1] = {{0, 1}};
+        eb_path path = {.strategy = "test", .num_steps = 1, .steps = steps};
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 61 + c, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s) %s: rel err %g",
+                     nets[c].fs, nets[c].sizes, eb_mode_name((eb_mode)m), e);
+        }
+        eb_step_desc d;
+        eb_error err;
+        if (eb_eager_describe(inst, &path, &d, &err) == EB_OK) {
+            const eb_plan *p = &d.plan;
+            EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && p->prep[0] &&
+                         p->scm == 1 && p->sam == 1 && p->sak == p->M,
+                     "%s (%s): %s, prep A %d, scm %lld, sam %lld, sak %lld",
+                     nets[c].fs, nets[c].sizes, eb_kind_name(p->kind),
+                     p->prep[0], (long long)p->scm, (long long)p->sam,
+                     (long long)p->sak);
+        }
+        eb_instance_destroy(inst);
+    }
+}
+
+/*
  * A chain of products of one large tensor by small factors (gm_queen's
  * five 43 M-element steps by 3 x 3 factors): trace keeps the tensor's
  * label order from step to step (trace.c, plan_layouts: nothing
@@ -680,6 +724,7 @@ int main(void)
     test_skinny_chain();
     test_layout_search();
     test_broadcast_chain();
+    test_kmajor_prep();
     test_cases();
     test_random();
     /* Again with two and three engine threads: the split kernels and
@@ -692,6 +737,7 @@ int main(void)
             test_skinny_chain();
             test_layout_search();
             test_broadcast_chain();
+            test_kmajor_prep();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
