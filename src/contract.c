@@ -724,7 +724,15 @@ static void plan_blocked(const axes *ax, const layout *best, const orders *o,
     int64_t len = BP_BYTES / (int64_t)eb_dtype_size(p->dt) / per;
     if (len < 2 || size < BP_MIN_BLOCKS * len)
         return; /* (a block of one index would lose its dim 0) */
-    axes blk = best->lay[0]; /* compact, d outermost */
+    /* Blocks of A compact [m][k], d outermost (a whole preparation may
+     * have been laid out k-major for a column-major C: see evaluate). */
+    axes blk = best->lay[0];
+    if (blk.id[0] != d) {
+        const group *gs[2] = {&o->m, &o->k};
+        compact_axes(gs, 2, label_size, &blk);
+        fuse(&blk, &o->m, label_size, &p->sam);
+        fuse(&blk, &o->k, label_size, &p->sak);
+    }
     blk.size[0] = len;
     blk.elems = per * len;
     group none = {0};

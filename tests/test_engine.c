@@ -584,19 +584,27 @@ static void test_skinny_chain(void)
 
 /*
  * The own kernel computes a C whose m side is contiguous as C^T = B^T A^T:
- * an A it prepares anyway is laid out k-major (contract.c, evaluate), so
+ * an A it prepares whole is laid out k-major (contract.c, evaluate), so
  * that the kernel reads A^T's rows contiguous instead of copying its
- * panels. Odd sizes, C column-major in m with n short (3, 5) and longer
- * (26): the plan and the result against the naive reference, both modes.
+ * panels; where A is large enough for a blocked preparation (eb_plan.bp,
+ * str_mps's 1881 x 19 x 19 steps) the blocks stay [m][k] (a k-major
+ * layout under the blocks wrote past them). Odd sizes, C column-major in
+ * m with n short and longer: the plan and the result against the naive
+ * reference, both modes (and a chain through such a step).
  */
 static void test_kmajor_prep(void)
 {
     static const struct {
         const char *fs, *sizes;
+        int blocked; /* 1: blocked preparation, 0: k-major whole */
     } nets[] = {
-        {"ija,jb->bia", "i=37,j=9,a=5,b=3"},
-        {"ija,jb->bia", "i=41,j=7,a=3,b=26"},
-        {"ajic,jb->bcia", "i=17,j=5,a=3,b=5,c=2"},
+        {"ija,jb->bia", "i=37,j=9,a=5,b=3", 0},
+        {"ija,jb->bia", "i=41,j=7,a=3,b=26", 0},
+        {"ajic,jb->bcia", "i=17,j=5,a=3,b=5,c=2", 0},
+        {"jil,ih->hjl", "j=56,i=19,l=19,h=19", 0},
+        {"jil,ih->hjl", "j=29,i=19,l=19,h=19", 0},
+        {"jil,ih->hjl", "j=99,i=19,l=19,h=19", 1},
+        {"jil,ih->hjl", "j=113,i=19,l=19,h=23", 1},
     };
     for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
         tu_sizes sp = {nets[c].sizes};
@@ -615,15 +623,20 @@ static void test_kmajor_prep(void)
         eb_error err;
         if (eb_eager_describe(inst, &path, &d, &err) == EB_OK) {
             const eb_plan *p = &d.plan;
-            EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && p->prep[0] &&
-                         p->scm == 1 && p->sam == 1 && p->sak == p->M,
-                     "%s (%s): %s, prep A %d, scm %lld, sam %lld, sak %lld",
-                     nets[c].fs, nets[c].sizes, eb_kind_name(p->kind),
+            int ok = nets[c].blocked
+                         ? p->bp && p->sak == 1 && p->sam == p->K
+                         : p->prep[0] && p->sam == 1 && p->sak == p->M;
+            EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && p->scm == 1 && ok,
+                     "%s (%s): %s, bp %d, prep A %d, scm %lld, sam %lld, "
+                     "sak %lld",
+                     nets[c].fs, nets[c].sizes, eb_kind_name(p->kind), p->bp,
                      p->prep[0], (long long)p->scm, (long long)p->sam,
                      (long long)p->sak);
         }
         eb_instance_destroy(inst);
     }
+    eb_step_desc dd[8];
+    chain_trace("jil,ih,jhk->kl", "j=6,i=5,l=7,h=3,k=4", 71, dd);
 }
 
 /*
