@@ -802,7 +802,36 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
     }
 }
 
-/* eb_kern_vec_pack with w strided (sw > 1): gathers of 4 elements. */
+/* Rows j .. j + 3 of a strided pack whose elements lie one after another
+ * (a short innermost dim inside w, say lm's F of 4 in hmf0F): four loads
+ * of 4 adjacent elements, one per element of w, transposed in registers
+ * into 4 elements of w for each row. On this machine's cores a 4-element
+ * gather costs several times the loads and shuffles it replaces (the
+ * strided pack of lm's 16^3 steps: docs/bench.md, "lm eager, fourth
+ * round"). */
+__attribute__((target("avx2"), always_inline)) static inline void
+vec_pack_quad(const double *s, int64_t full, int64_t wb, int64_t sw,
+              int64_t rows, double *d)
+{
+    for (int64_t x = 0; x < full; x += 4) {
+        __m256d r[4];
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < 4; t++)
+            r[t] = _mm256_loadu_pd(s + (x + t) * sw);
+        transpose4(r);
+        double *o = d + x / 8 * 8 * rows + x % 8;
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < 4; t++)
+            _mm256_storeu_pd(o + 8 * t, r[t]);
+    }
+    for (int64_t x = full; x < wb; x++)
+        for (int t = 0; t < 4; t++)
+            d[full * rows + 8 * t + x - full] = s[x * sw + t];
+}
+
+/* eb_kern_vec_pack with w strided (sw > 1): four rows at a time where
+ * their elements are adjacent (vec_pack_quad), else gathers of 4
+ * elements. */
 __attribute__((target("avx2"))) static void
 eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
                               const double *src, const int64_t *oi,
@@ -815,6 +844,12 @@ eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
         for (int64_t j = 0; j < nj; j++) {
             const double *s = src + oi[i] + oj[j];
             double *d = dst + (i * nj + j) * 8;
+            if (sw >= 4 && j + 3 < nj && oj[j + 1] == oj[j] + 1 &&
+                oj[j + 2] == oj[j] + 2 && oj[j + 3] == oj[j] + 3) {
+                vec_pack_quad(s, full, wb, sw, rows, d);
+                j += 3;
+                continue;
+            }
             for (int64_t x = 0; x < full; x += 8) {
                 _mm256_storeu_pd(d + x * rows,
                                  _mm256_i64gather_pd(s + x * sw, idx, 8));

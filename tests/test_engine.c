@@ -158,6 +158,19 @@ static const case_t cases[] = {
     {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=12,w=29", EB_KIND_VEC_GEMM, 1},
     {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
     {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
+    /* Gathered packs whose rows lie one after another inside w (four at
+     * a time: loads transposed in registers, the rest gathered): A's
+     * inner F of 4 (lm's hmf0F; w with a tail past the last chunk of 8,
+     * and long enough for the threads to split), an inner Y of 5 (a
+     * quad and one gathered row), B's inner N of 6 (rows n of the pack),
+     * and an inner F of 8 (two quads). */
+    {"hmfwF,FlmCw->hfwlC", "h=2,m=3,f=3,w=37,F=4,l=2,C=3",
+     EB_KIND_VEC_GEMM, 0},
+    {"hmfwF,FlmCw->hfwlC", "h=3,m=2,f=5,w=301,F=4,l=3,C=5",
+     EB_KIND_VEC_GEMM, 0},
+    {"bY,JKYb->bJK", "b=45,Y=5,J=3,K=2", EB_KIND_VEC_GEMM, 0},
+    {"iKb,KbN->ibN", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
+    {"mwF,Fnw->mwn", "m=5,w=19,F=8,n=3", EB_KIND_VEC_GEMM, 0},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
