@@ -212,6 +212,12 @@ static const case_t cases[] = {
     {"ac,dcf->adf", "a=11,c=19,d=113,f=19", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=2100", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=21", EB_KIND_SMALL_GEMM, 1},
+    /* ... few large products with a short K, although the saving is less
+     * than half of what the step touches (lm's hmn,fn0F->hmf0F); not with
+     * a long K (B would be read through strides: BLAS on both prepared). */
+    {"hmn,fnwF->hmfwF", "h=3,m=5,n=3,f=3,w=1301,F=5", EB_KIND_SMALL_GEMM, 0},
+    {"xaut,ubdfyx->atbdfy", "x=9,a=25,u=12,t=20,b=4,d=3,f=9,y=4",
+     EB_KIND_GEMM, 2},
     /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
      * elements and more) whose labels interleave, permuted one chunk of
      * its innermost labels at a time into cache and multiplied from
