@@ -695,6 +695,73 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
+/* May the vector-batch pack read operand x with w at its stride there
+ * (at most VEC_GATHER_SW) in place? The labels inside that stride must all
+ * be rows of one of the pack's row groups g1, g2, so that the lines the
+ * pack reads are used whole while cached (four adjacent rows at a time:
+ * eb_kern_vec_pack). */
+static int vec_gather_ok(const axes *x, int w, const group *g1,
+                         const group *g2)
+{
+    int64_t sw = stride_of(x, w);
+    int in1 = 1, in2 = 1;
+    for (int q = 0; q < x->n; q++)
+        if (x->stride[q] < sw) {
+            in1 = in1 && find(g1->id, g1->n, x->id[q]) >= 0;
+            in2 = in2 && find(g2->id, g2->n, x->id[q]) >= 0;
+        }
+    return sw >= 1 && sw <= VEC_GATHER_SW && (in1 || in2);
+}
+
+/*
+ * The vector-batch form in a fixed output order (eager's) when the batch
+ * label w has a small stride in both operands, each with a short inner
+ * dim inside it (lm's vJ0H,p0J->v0Hp: w over H of 4 in A, over J of 4 in
+ * B): both packs read w in place, where the plan p would permute an
+ * operand or the output (p moves elements). Replaces p and returns 1
+ * when taken.
+ */
+static int plan_vec_gather(const axes *ax, const group *gb, const group *gm,
+                           const group *gk, const group *gn, const int *nsum,
+                           const int *keep, int nkeep, int fixed_order,
+                           const int64_t *label_size, eb_plan *p)
+{
+    if (!fixed_order || p->dt != EB_F64 ||
+        (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+         p->kind != EB_KIND_GEMV) ||
+        nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM ||
+        p->N > EB_VEC_MAX_DIM || p->K > EB_VEC_MAX_DIM ||
+        p->M * p->N * p->K > VEC_PREP_MAX_MNK ||
+        !(p->prep[0] || p->prep[1] || p->post))
+        return 0;
+    /* w as plan_vec picks it */
+    int w = -1;
+    for (int q = 0; q < gb->n && w < 0; q++) {
+        int64_t s0 = stride_of(&ax[0], gb->id[q]),
+                s1 = stride_of(&ax[1], gb->id[q]);
+        if (s0 >= 1 && s0 <= VEC_GATHER_SW && s1 >= 1 &&
+            s1 <= VEC_GATHER_SW && label_size[gb->id[q]] >= VEC_MIN_W)
+            w = gb->id[q];
+    }
+    if (w < 0 || !vec_gather_ok(&ax[0], w, gm, gk) ||
+        !vec_gather_ok(&ax[1], w, gk, gn))
+        return 0;
+    eb_plan q = *p;
+    memset(&q, 0, offsetof(eb_plan, bshape));
+    q.dt = p->dt;
+    q.kind = p->kind;
+    q.nbatch = p->nbatch;
+    q.M = p->M;
+    q.N = p->N;
+    q.K = p->K;
+    if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                  label_size, VEC_GATHER_SW, &q))
+        return 0; /* not reached: w qualifies */
+    q.flops = p->flops;
+    *p = q;
+    return 1;
+}
+
 /* Scratch one block of a blocked preparation fills: well inside L2, so
  * that the kernel reads the block from cache, not memory. A preparation
  * of less than BP_MIN_BLOCKS such blocks is done whole. */
@@ -1275,8 +1342,10 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
     if (p->bp)
         return EB_OK;
-    plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
-                  label_size, p);
+    if (!plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
+                       fixed_order, label_size, p))
+        plan_vec_gather(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
+                        fixed_order, label_size, p);
     return EB_OK;
 }
 

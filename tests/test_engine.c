@@ -171,6 +171,16 @@ static const case_t cases[] = {
     {"bY,JKYb->bJK", "b=45,Y=5,J=3,K=2", EB_KIND_VEC_GEMM, 0},
     {"iKb,KbN->ibN", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
     {"mwF,Fnw->mwn", "m=5,w=19,F=8,n=3", EB_KIND_VEC_GEMM, 0},
+    /* w with a small stride in both operands (eager, else an operand and
+     * C would be permuted): both packs read in place, four rows i at a
+     * time (A's inner H of m, B's inner J of k; lm's vJ0H,p0J->v0Hp),
+     * with a w tail and long enough to split; an inner H of 5 (a quad and
+     * a gathered row) with B's J of 3 (gathers); not with labels of m and
+     * k both inside w in A. */
+    {"vJwH,pwJ->vwHp", "v=3,J=4,w=37,H=4,p=5", EB_KIND_VEC_GEMM, 0},
+    {"vJwH,pwJ->vwHp", "v=4,J=4,w=301,H=4,p=4", EB_KIND_VEC_GEMM, 0},
+    {"vJwH,pwJ->vwHp", "v=2,J=3,w=45,H=5,p=3", EB_KIND_VEC_GEMM, 0},
+    {"vwJH,pwJ->vwHp", "v=3,J=2,w=37,H=4,p=5", EB_KIND_SMALL_GEMM, -1},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
