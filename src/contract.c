@@ -1358,12 +1358,20 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
  * 1900 x (16 x 4 x 4) as 7600 x (4 x 4 x 4) ran 32% more instructions in
  * the same time. A peel that leads to few large products (PEEL_BIG_MNK
  * each) with a short one-level K (LOW_K: bound by writing C, which the
- * peel does not change) is also taken when it halves the elements moved:
- * lm's hmn,fn0F->hmf0F (16 x 30400 x 4, B permuted whole) as 4 products
- * of 16 x 7600 x 4 reading B in place. A long K read in place through
+ * peel does not change) is also taken when it moves at most an eighth
+ * (PEEL_BIG_SAVES) of the elements, counting a preparation of the widened
+ * operand: lm's hmn,fn0F->hmf0F
+ * (16 x 30400 x 4, B permuted whole) as 4 products of 16 x 7600 x 4
+ * reading B in place, brackets' ñÅî,ÈÅ0ð->ñîÈ0ð the same with A's 64
+ * elements prepared 4 times. A long K read in place through
  * strides is not (mera's 500 x 432 x 108 as 25 x (20 x 432 x 108): 2-4
  * times slower than BLAS on the prepared operands). */
-enum { PEEL_MIN_MOVED = 1 << 15, PEEL_MIN_MNK = 512, PEEL_BIG_MNK = 1 << 16 };
+enum {
+    PEEL_MIN_MOVED = 1 << 15,
+    PEEL_MIN_MNK = 512,
+    PEEL_BIG_MNK = 1 << 16,
+    PEEL_BIG_SAVES = 8
+};
 
 static int gemm_kind(eb_kind k)
 {
@@ -1416,12 +1424,16 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
         w.rank++;
         eb_plan q;
         if (eb_contract_plan(s ? &w : a, s ? b : &w, keep, nkeep, 1,
-                             label_size, dt, &q, err) == EB_OK &&
-            gemm_kind(q.kind) && !q.prep[1 - s] &&
-            q.M * q.N * q.K >= PEEL_MIN_MNK &&
-            (2 * (plan_moved(p) - plan_moved(&q)) >= touched ||
-             (q.M * q.N * q.K >= PEEL_BIG_MNK && q.K <= LOW_K &&
-              q.K1 == 1 && 2 * plan_moved(&q) <= plan_moved(p))))
+                             label_size, dt, &q, err) != EB_OK ||
+            !gemm_kind(q.kind))
+            continue;
+        int64_t mnk = q.M * q.N * q.K;
+        /* Few large products with a short K: the widened operand may be
+         * prepared (counted in what q moves). */
+        int big = mnk >= PEEL_BIG_MNK && q.K <= LOW_K && q.K1 == 1 &&
+                  PEEL_BIG_SAVES * plan_moved(&q) <= plan_moved(p);
+        if (big || (!q.prep[1 - s] && mnk >= PEEL_MIN_MNK &&
+                    2 * (plan_moved(p) - plan_moved(&q)) >= touched))
             *p = q;
     }
     return EB_OK;

@@ -228,6 +228,7 @@ static const case_t cases[] = {
     {"hmn,fnwF->hmfwF", "h=3,m=5,n=3,f=3,w=1301,F=5", EB_KIND_SMALL_GEMM, 0},
     {"xaut,ubdfyx->atbdfy", "x=9,a=25,u=12,t=20,b=4,d=3,f=9,y=4",
      EB_KIND_GEMM, 2},
+    {"abc,dbwe->acdwe", "a=3,b=3,c=5,d=3,w=1301,e=5", EB_KIND_SMALL_GEMM, 1},
     /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
      * elements and more) whose labels interleave, permuted one chunk of
      * its innermost labels at a time into cache and multiplied from
@@ -354,6 +355,28 @@ static void test_vec_prep_dtype(void)
         EB_CHECK((p.kind == EB_KIND_VEC_GEMM) == (d == EB_F64),
                  "dtype %d: kernel %s", d, eb_kind_name(p.kind));
     }
+}
+
+/* Eager's peel into few large products with a short K may prepare the
+ * widened operand (brackets' ñÅî,ÈÅ0ð->ñîÈ0ð: A's 45 elements, 3 times,
+ * against B's 58545 permuted whole): B is then read in place. */
+static void test_peel_big(void)
+{
+    /* "abc,dbwe->acdwe" with ids a0 b1 c2 d3 w4 e5 */
+    int64_t size[6] = {3, 3, 5, 3, 1301, 5};
+    int aid[3] = {0, 1, 2}, bid[4] = {3, 1, 4, 5}, keep[5] = {0, 2, 3, 4, 5};
+    eb_view a, b;
+    eb_view_compact(&a, NULL, aid, 3, size);
+    eb_view_compact(&b, NULL, bid, 4, size);
+    eb_plan p;
+    eb_error err;
+    EB_CHECK(eb_contract_plan_peel(&a, &b, keep, 5, size, EB_F64, &p, &err) ==
+                 EB_OK, "plan");
+    EB_CHECK(p.kind == EB_KIND_SMALL_GEMM && p.nbatch == 3 && p.prep[0] &&
+                 !p.prep[1] && p.prep_elems[0] == 135,
+             "peeled: %s, %lld batches, prep %d %d (%lld)",
+             eb_kind_name(p.kind), (long long)p.nbatch, p.prep[0], p.prep[1],
+             (long long)p.prep_elems[0]);
 }
 
 /* ---- random differential ------------------------------------------------ */
@@ -750,6 +773,7 @@ int main(void)
     test_row_chunks();
     test_kvec();
     test_vec_prep_dtype();
+    test_peel_big();
     test_skinny_chain();
     test_layout_search();
     test_broadcast_chain();
