@@ -1360,12 +1360,11 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
  * each) with a short one-level K (LOW_K: bound by writing C, which the
  * peel does not change) is also taken when it moves at most an eighth
  * (PEEL_BIG_SAVES) of the elements, counting a preparation of the widened
- * operand: lm's hmn,fn0F->hmf0F
- * (16 x 30400 x 4, B permuted whole) as 4 products of 16 x 7600 x 4
- * reading B in place, brackets' ñÅî,ÈÅ0ð->ñîÈ0ð the same with A's 64
- * elements prepared 4 times. A long K read in place through
- * strides is not (mera's 500 x 432 x 108 as 25 x (20 x 432 x 108): 2-4
- * times slower than BLAS on the prepared operands). */
+ * operand: lm's hmn,fn0F->hmf0F (16 x 30400 x 4, B permuted whole) as 4
+ * products of 16 x 7600 x 4 reading B in place, brackets' ñÅî,ÈÅ0ð->ñîÈ0ð
+ * the same with A's 64 elements prepared 4 times. A long K read in place
+ * through strides is not (mera's 500 x 432 x 108 as 25 x (20 x 432 x
+ * 108): 2-4 times slower than BLAS on the prepared operands). */
 enum {
     PEEL_MIN_MOVED = 1 << 15,
     PEEL_MIN_MNK = 512,
