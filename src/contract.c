@@ -695,6 +695,73 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     return 1;
 }
 
+/* May the vector-batch pack read operand x with w at its stride there
+ * (at most VEC_GATHER_SW) in place? The labels inside that stride must all
+ * be rows of one of the pack's row groups g1, g2, so that the lines the
+ * pack reads are used whole while cached (four adjacent rows at a time:
+ * eb_kern_vec_pack). */
+static int vec_gather_ok(const axes *x, int w, const group *g1,
+                         const group *g2)
+{
+    int64_t sw = stride_of(x, w);
+    int in1 = 1, in2 = 1;
+    for (int q = 0; q < x->n; q++)
+        if (x->stride[q] < sw) {
+            in1 = in1 && find(g1->id, g1->n, x->id[q]) >= 0;
+            in2 = in2 && find(g2->id, g2->n, x->id[q]) >= 0;
+        }
+    return sw >= 1 && sw <= VEC_GATHER_SW && (in1 || in2);
+}
+
+/*
+ * The vector-batch form in a fixed output order (eager's) when the batch
+ * label w has a small stride in both operands, each with a short inner
+ * dim inside it (lm's vJ0H,p0J->v0Hp: w over H of 4 in A, over J of 4 in
+ * B): both packs read w in place, where the plan p would permute an
+ * operand or the output (p moves elements). Replaces p and returns 1
+ * when taken.
+ */
+static int plan_vec_gather(const axes *ax, const group *gb, const group *gm,
+                           const group *gk, const group *gn, const int *nsum,
+                           const int *keep, int nkeep, int fixed_order,
+                           const int64_t *label_size, eb_plan *p)
+{
+    if (!fixed_order || p->dt != EB_F64 ||
+        (p->kind != EB_KIND_SMALL_GEMM && p->kind != EB_KIND_GEMM &&
+         p->kind != EB_KIND_GEMV) ||
+        nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM ||
+        p->N > EB_VEC_MAX_DIM || p->K > EB_VEC_MAX_DIM ||
+        p->M * p->N * p->K > VEC_PREP_MAX_MNK ||
+        !(p->prep[0] || p->prep[1] || p->post))
+        return 0;
+    /* w as plan_vec picks it */
+    int w = -1;
+    for (int q = 0; q < gb->n && w < 0; q++) {
+        int64_t s0 = stride_of(&ax[0], gb->id[q]),
+                s1 = stride_of(&ax[1], gb->id[q]);
+        if (s0 >= 1 && s0 <= VEC_GATHER_SW && s1 >= 1 &&
+            s1 <= VEC_GATHER_SW && label_size[gb->id[q]] >= VEC_MIN_W)
+            w = gb->id[q];
+    }
+    if (w < 0 || !vec_gather_ok(&ax[0], w, gm, gk) ||
+        !vec_gather_ok(&ax[1], w, gk, gn))
+        return 0;
+    eb_plan q = *p;
+    memset(&q, 0, offsetof(eb_plan, bshape));
+    q.dt = p->dt;
+    q.kind = p->kind;
+    q.nbatch = p->nbatch;
+    q.M = p->M;
+    q.N = p->N;
+    q.K = p->K;
+    if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                  label_size, VEC_GATHER_SW, &q))
+        return 0; /* not reached: w qualifies */
+    q.flops = p->flops;
+    *p = q;
+    return 1;
+}
+
 /* Scratch one block of a blocked preparation fills: well inside L2, so
  * that the kernel reads the block from cache, not memory. A preparation
  * of less than BP_MIN_BLOCKS such blocks is done whole. */
@@ -1283,8 +1350,10 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
     if (p->bp)
         return EB_OK;
-    plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
-                  label_size, p);
+    if (!plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
+                       fixed_order, label_size, p))
+        plan_vec_gather(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
+                        fixed_order, label_size, p);
     return EB_OK;
 }
 
@@ -1295,8 +1364,21 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
  * 12 x 13200 x 144 GEMM with B = LRwB permuted whole, 1.9 M elements).
  * Per-batch products below PEEL_MIN_MNK multiply-adds are not taken: lm's
  * 1900 x (16 x 4 x 4) as 7600 x (4 x 4 x 4) ran 32% more instructions in
- * the same time. */
-enum { PEEL_MIN_MOVED = 1 << 15, PEEL_MIN_MNK = 512 };
+ * the same time. A peel that leads to few large products (PEEL_BIG_MNK
+ * each) with a short one-level K (LOW_K: bound by writing C, which the
+ * peel does not change) is also taken when it moves at most an eighth
+ * (PEEL_BIG_SAVES) of the elements, counting a preparation of the widened
+ * operand: lm's hmn,fn0F->hmf0F (16 x 30400 x 4, B permuted whole) as 4
+ * products of 16 x 7600 x 4 reading B in place, brackets' ñÅî,ÈÅ0ð->ñîÈ0ð
+ * the same with A's 64 elements prepared 4 times. A long K read in place
+ * through strides is not (mera's 500 x 432 x 108 as 25 x (20 x 432 x
+ * 108): 2-4 times slower than BLAS on the prepared operands). */
+enum {
+    PEEL_MIN_MOVED = 1 << 15,
+    PEEL_MIN_MNK = 512,
+    PEEL_BIG_MNK = 1 << 16,
+    PEEL_BIG_SAVES = 8
+};
 
 static int gemm_kind(eb_kind k)
 {
@@ -1349,10 +1431,16 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
         w.rank++;
         eb_plan q;
         if (eb_contract_plan(s ? &w : a, s ? b : &w, keep, nkeep, 1,
-                             label_size, dt, &q, err) == EB_OK &&
-            gemm_kind(q.kind) && !q.prep[1 - s] &&
-            q.M * q.N * q.K >= PEEL_MIN_MNK &&
-            2 * (plan_moved(p) - plan_moved(&q)) >= touched)
+                             label_size, dt, &q, err) != EB_OK ||
+            !gemm_kind(q.kind))
+            continue;
+        int64_t mnk = q.M * q.N * q.K;
+        /* Few large products with a short K: the widened operand may be
+         * prepared (counted in what q moves). */
+        int big = mnk >= PEEL_BIG_MNK && q.K <= LOW_K && q.K1 == 1 &&
+                  PEEL_BIG_SAVES * plan_moved(&q) <= plan_moved(p);
+        if (big || (!q.prep[1 - s] && mnk >= PEEL_MIN_MNK &&
+                    2 * (plan_moved(p) - plan_moved(&q)) >= touched))
             *p = q;
     }
     return EB_OK;

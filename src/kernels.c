@@ -802,7 +802,44 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
     }
 }
 
-/* eb_kern_vec_pack with w strided (sw > 1): gathers of 4 elements. */
+/* Four rows of a strided pack whose elements lie one after another (a
+ * short innermost dim inside w, say lm's F of 4 in hmf0F): four loads of
+ * 4 adjacent elements, one per element of w, transposed in registers into
+ * 4 elements of w for each row; the rows are `step` apart in the pack. On
+ * this machine's cores a 4-element gather costs several times the loads
+ * and shuffles it replaces (the strided pack of lm's 16^3 steps:
+ * docs/bench.md, "lm eager, fourth round"). */
+__attribute__((target("avx2"), always_inline)) static inline void
+vec_pack_quad(const double *s, int64_t full, int64_t wb, int64_t sw,
+              int64_t rows, int64_t step, double *d)
+{
+    for (int64_t x = 0; x < full; x += 4) {
+        __m256d r[4];
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < 4; t++)
+            r[t] = _mm256_loadu_pd(s + (x + t) * sw);
+        transpose4(r);
+        double *o = d + x / 8 * 8 * rows + x % 8;
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < 4; t++)
+            _mm256_storeu_pd(o + step * t, r[t]);
+    }
+    for (int64_t x = full; x < wb; x++)
+        for (int t = 0; t < 4; t++)
+            d[full * rows + step * t + x - full] = s[x * sw + t];
+}
+
+/* Are the offsets o[q .. q + 3] (q + 3 < n) one after another? */
+static int vec_quad(const int64_t *o, int64_t q, int64_t n)
+{
+    return q + 3 < n && o[q + 1] == o[q] + 1 && o[q + 2] == o[q] + 2 &&
+           o[q + 3] == o[q] + 3;
+}
+
+/* eb_kern_vec_pack with w strided (sw > 1): four rows at a time where
+ * their elements are adjacent (vec_pack_quad; four rows i, as for a
+ * short inner dim of m in A or of k in B, or four rows j), else gathers
+ * of 4 elements. */
 __attribute__((target("avx2"))) static void
 eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
                               const double *src, const int64_t *oi,
@@ -811,10 +848,22 @@ eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
 {
     int64_t full = wb / 8 * 8;
     __m256i idx = _mm256_setr_epi64x(0, sw, 2 * sw, 3 * sw);
-    for (int64_t i = i0; i < i1; i++)
+    for (int64_t i = i0; i < i1; i++) {
+        if (sw >= 4 && vec_quad(oi, i, i1)) {
+            for (int64_t j = 0; j < nj; j++)
+                vec_pack_quad(src + oi[i] + oj[j], full, wb, sw, rows,
+                              8 * nj, dst + (i * nj + j) * 8);
+            i += 3;
+            continue;
+        }
         for (int64_t j = 0; j < nj; j++) {
             const double *s = src + oi[i] + oj[j];
             double *d = dst + (i * nj + j) * 8;
+            if (sw >= 4 && vec_quad(oj, j, nj)) {
+                vec_pack_quad(s, full, wb, sw, rows, 8, d);
+                j += 3;
+                continue;
+            }
             for (int64_t x = 0; x < full; x += 8) {
                 _mm256_storeu_pd(d + x * rows,
                                  _mm256_i64gather_pd(s + x * sw, idx, 8));
@@ -824,6 +873,7 @@ eb_kern_vec_pack_strided_avx2(int64_t i0, int64_t i1, int64_t nj,
             for (int64_t x = full; x < wb; x++)
                 d[full * rows + x - full] = s[x * sw];
         }
+    }
 }
 
 __attribute__((target("avx2"))) static void

@@ -158,6 +158,29 @@ static const case_t cases[] = {
     {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=12,w=29", EB_KIND_VEC_GEMM, 1},
     {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
     {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
+    /* Gathered packs whose rows lie one after another inside w (four at
+     * a time: loads transposed in registers, the rest gathered): A's
+     * inner F of 4 (lm's hmf0F; w with a tail past the last chunk of 8,
+     * and long enough for the threads to split), an inner Y of 5 (a
+     * quad and one gathered row), B's inner N of 6 (rows n of the pack),
+     * and an inner F of 8 (two quads). */
+    {"hmfwF,FlmCw->hfwlC", "h=2,m=3,f=3,w=37,F=4,l=2,C=3",
+     EB_KIND_VEC_GEMM, 0},
+    {"hmfwF,FlmCw->hfwlC", "h=3,m=2,f=5,w=301,F=4,l=3,C=5",
+     EB_KIND_VEC_GEMM, 0},
+    {"bY,JKYb->bJK", "b=45,Y=5,J=3,K=2", EB_KIND_VEC_GEMM, 0},
+    {"iKb,KbN->ibN", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
+    {"mwF,Fnw->mwn", "m=5,w=19,F=8,n=3", EB_KIND_VEC_GEMM, 0},
+    /* w with a small stride in both operands (eager, else an operand and
+     * C would be permuted): both packs read in place, four rows i at a
+     * time (A's inner H of m, B's inner J of k; lm's vJ0H,p0J->v0Hp),
+     * with a w tail and long enough to split; an inner H of 5 (a quad and
+     * a gathered row) with B's J of 3 (gathers); not with labels of m and
+     * k both inside w in A. */
+    {"vJwH,pwJ->vwHp", "v=3,J=4,w=37,H=4,p=5", EB_KIND_VEC_GEMM, 0},
+    {"vJwH,pwJ->vwHp", "v=4,J=4,w=301,H=4,p=4", EB_KIND_VEC_GEMM, 0},
+    {"vJwH,pwJ->vwHp", "v=2,J=3,w=45,H=5,p=3", EB_KIND_VEC_GEMM, 0},
+    {"vwJH,pwJ->vwHp", "v=3,J=2,w=37,H=4,p=5", EB_KIND_SMALL_GEMM, -1},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
@@ -199,6 +222,13 @@ static const case_t cases[] = {
     {"ac,dcf->adf", "a=11,c=19,d=113,f=19", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=2100", EB_KIND_SMALL_GEMM, 0},
     {"qyz,Aqwy->zAw", "q=4,y=5,z=4,A=4,w=21", EB_KIND_SMALL_GEMM, 1},
+    /* ... few large products with a short K, although the saving is less
+     * than half of what the step touches (lm's hmn,fn0F->hmf0F); not with
+     * a long K (B would be read through strides: BLAS on both prepared). */
+    {"hmn,fnwF->hmfwF", "h=3,m=5,n=3,f=3,w=1301,F=5", EB_KIND_SMALL_GEMM, 0},
+    {"xaut,ubdfyx->atbdfy", "x=9,a=25,u=12,t=20,b=4,d=3,f=9,y=4",
+     EB_KIND_GEMM, 2},
+    {"abc,dbwe->acdwe", "a=3,b=3,c=5,d=3,w=1301,e=5", EB_KIND_SMALL_GEMM, 1},
     /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
      * elements and more) whose labels interleave, permuted one chunk of
      * its innermost labels at a time into cache and multiplied from
@@ -325,6 +355,28 @@ static void test_vec_prep_dtype(void)
         EB_CHECK((p.kind == EB_KIND_VEC_GEMM) == (d == EB_F64),
                  "dtype %d: kernel %s", d, eb_kind_name(p.kind));
     }
+}
+
+/* Eager's peel into few large products with a short K may prepare the
+ * widened operand (brackets' ñÅî,ÈÅ0ð->ñîÈ0ð: A's 45 elements, 3 times,
+ * against B's 58545 permuted whole): B is then read in place. */
+static void test_peel_big(void)
+{
+    /* "abc,dbwe->acdwe" with ids a0 b1 c2 d3 w4 e5 */
+    int64_t size[6] = {3, 3, 5, 3, 1301, 5};
+    int aid[3] = {0, 1, 2}, bid[4] = {3, 1, 4, 5}, keep[5] = {0, 2, 3, 4, 5};
+    eb_view a, b;
+    eb_view_compact(&a, NULL, aid, 3, size);
+    eb_view_compact(&b, NULL, bid, 4, size);
+    eb_plan p;
+    eb_error err;
+    EB_CHECK(eb_contract_plan_peel(&a, &b, keep, 5, size, EB_F64, &p, &err) ==
+                 EB_OK, "plan");
+    EB_CHECK(p.kind == EB_KIND_SMALL_GEMM && p.nbatch == 3 && p.prep[0] &&
+                 !p.prep[1] && p.prep_elems[0] == 135,
+             "peeled: %s, %lld batches, prep %d %d (%lld)",
+             eb_kind_name(p.kind), (long long)p.nbatch, p.prep[0], p.prep[1],
+             (long long)p.prep_elems[0]);
 }
 
 /* ---- random differential ------------------------------------------------ */
@@ -734,6 +786,7 @@ int main(void)
     test_row_chunks();
     test_kvec();
     test_vec_prep_dtype();
+    test_peel_big();
     test_skinny_chain();
     test_layout_search();
     test_broadcast_chain();
