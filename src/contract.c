@@ -239,9 +239,7 @@ static int kind_ok_c(eb_kind kind, const eb_plan *p, int64_t scm, int64_t scn)
     return 1;
 }
 
-/* Does the permutation engine run the whole step (any operand and output
- * strides)? */
-static int engine_kind(eb_kind kind)
+int eb_kind_engine(eb_kind kind)
 {
     return kind == EB_KIND_MUL || kind == EB_KIND_OUTER;
 }
@@ -257,10 +255,10 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
     /* The permutation engine takes any strides; with a two-level K
      * (ksplit), k need not fuse as a whole. */
     int ok = nsum == 0 &&
-             (engine_kind(p->kind) ||
+             (eb_kind_engine(p->kind) ||
               (((L->ksplit && g1 == &o->k) || fuse(in, g1, label_size, &s1)) &&
                ((L->ksplit && g2 == &o->k) || fuse(in, g2, label_size, &s2))));
-    if (ok && !engine_kind(p->kind) && !L->ksplit)
+    if (ok && !eb_kind_engine(p->kind) && !L->ksplit)
         ok = s == 0 ? kind_ok_a(p->kind, p, s1, s2)
                     : kind_ok_b(p->kind, p, s1, s2);
     L->prep[s] = !ok;
@@ -295,7 +293,7 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
     const group *one[1] = {&all};
     compact_axes(one, 1, label_size, &L->c);
     int64_t scm, scn;
-    int ok = engine_kind(p->kind) ||
+    int ok = eb_kind_engine(p->kind) ||
              (fuse(&L->c, &o->m, label_size, &scm) &&
               fuse(&L->c, &o->n, label_size, &scn) &&
               kind_ok_c(p->kind, p, scm, scn));
@@ -1314,7 +1312,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
         for (int q = 0; q < sum[s].n; q++)
             all *= (double)label_size[sum[s].id[q]];
     p->flops = all * ((gk.n || sum[0].n || sum[1].n) ? 2 : 1);
-    if (engine_kind(p->kind)) {
+    if (eb_kind_engine(p->kind)) {
         plan_engine(&best, ax, sum, label_size, p);
         return EB_OK;
     }

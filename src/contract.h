@@ -55,6 +55,10 @@ typedef enum {
 
 const char *eb_kind_name(eb_kind k);
 
+/* Does the permutation engine run the whole step (EB_KIND_MUL,
+ * EB_KIND_OUTER: any operand and output strides)? */
+int eb_kind_engine(eb_kind k);
+
 /* Counters an execution adds to (per sample, reported in records). */
 typedef struct {
     int64_t gemm_calls;      /* BLAS ?gemm calls */

@@ -488,8 +488,7 @@ static int extend_group(const eb_instance *inst, const eb_fuse_step *steps,
                 uq = q;
             }
     if (u < 0 || taken[u] || steps[u].nops != 2 ||
-        (steps[u].plan->kind != EB_KIND_MUL &&
-         steps[u].plan->kind != EB_KIND_OUTER))
+        !eb_kind_engine(steps[u].plan->kind))
         return 0;
     for (int i = 0; i < g->nmem; i++)
         if (steps[u].producer[1 - uq] == g->mem[i])

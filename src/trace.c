@@ -340,20 +340,20 @@ enum { STRIP_ROWS = 4096 };
 /*
  * Elements a plan moves, as improve_layouts compares layouts: its
  * preparations and post permutation (moved), plus its output for a
- * multiply or outer product the engine does not run as rows, plus, for the own GEMM
- * kernel writing a C of more than STRIP_ROWS rows in its orientation (C's
- * contiguous side as columns) and more than 24 columns, C once more per
- * extra column chunk. gm_queen's 9 x (59049 x 81 x 3) step with C laid
- * out column-major (59049 rows of 81) ran 2-3 times as long as with C
- * row-major, which the 1.6 M-element permutation it saved did not pay.
+ * multiply or outer product the engine does not run as rows, plus, for
+ * the own GEMM kernel writing a C of more than STRIP_ROWS rows in its
+ * orientation (C's contiguous side as columns) and more than 24 columns,
+ * C once more per extra column chunk. gm_queen's 9 x (59049 x 81 x 3)
+ * step with C laid out column-major (59049 rows of 81) ran 2-3 times as
+ * long as with C row-major, which the 1.6 M-element permutation it saved
+ * did not pay.
  */
 static int64_t layout_cost(const eb_plan *p)
 {
     int64_t cost = eb_plan_moved(p);
     /* The permutation engine runs a multiply or outer product in any
      * layout, but in tiles, at the rate of a permutation, unless rows. */
-    if ((p->kind == EB_KIND_MUL || p->kind == EB_KIND_OUTER) &&
-        p->ew.mode != EB_PERM_ROW)
+    if (eb_kind_engine(p->kind) && p->ew.mode != EB_PERM_ROW)
         return cost + p->out_elems;
     if (p->kind != EB_KIND_SMALL_GEMM)
         return cost;
