@@ -1391,6 +1391,36 @@ static int64_t plan_moved(const eb_plan *p)
            (p->post ? p->out_elems : 0);
 }
 
+/* The outermost (largest stride) of x's free labels against o, or -1. */
+static int outer_free(const eb_view *x, const eb_view *o, const int *keep,
+                      int nkeep)
+{
+    axes ax, ao;
+    merge_view(x, &ax);
+    merge_view(o, &ao);
+    int l = -1;
+    int64_t top = 0;
+    for (int q = 0; q < ax.n; q++)
+        if (find(ao.id, ao.n, ax.id[q]) < 0 &&
+            find(keep, nkeep, ax.id[q]) >= 0 && ax.stride[q] > top) {
+            top = ax.stride[q];
+            l = ax.id[q];
+        }
+    return l;
+}
+
+/* v with label l added at stride 0: l becomes a batch label of the step,
+ * and the kernel runs once per index of it. */
+static eb_view widened(const eb_view *v, int l, const int64_t *label_size)
+{
+    eb_view w = *v;
+    w.ids[w.rank] = l;
+    w.shape[w.rank] = label_size[l];
+    w.stride[w.rank] = 0;
+    w.rank++;
+    return w;
+}
+
 eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                                 const int *keep, int nkeep,
                                 const int64_t *label_size, eb_dtype dt,
@@ -1406,27 +1436,10 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
     const eb_view *v[2] = {a, b};
     int64_t touched = eb_view_elems(a) + eb_view_elems(b) + p->out_elems;
     for (int s = 0; s < 2; s++) {
-        /* The operand's outermost free label (largest stride). */
-        axes x, o;
-        merge_view(v[s], &x);
-        merge_view(v[1 - s], &o);
-        int l = -1;
-        int64_t top = 0;
-        for (int q = 0; q < x.n; q++)
-            if (find(o.id, o.n, x.id[q]) < 0 && find(keep, nkeep, x.id[q]) >= 0 &&
-                x.stride[q] > top) {
-                top = x.stride[q];
-                l = x.id[q];
-            }
+        int l = outer_free(v[s], v[1 - s], keep, nkeep);
         if (l < 0)
             continue;
-        /* The other operand with l added at stride 0: l becomes a batch
-         * label, and the kernel runs once per index of it. */
-        eb_view w = *v[1 - s];
-        w.ids[w.rank] = l;
-        w.shape[w.rank] = label_size[l];
-        w.stride[w.rank] = 0;
-        w.rank++;
+        eb_view w = widened(v[1 - s], l, label_size);
         eb_plan q;
         if (eb_contract_plan(s ? &w : a, s ? b : &w, keep, nkeep, 1,
                              label_size, dt, &q, err) != EB_OK ||
@@ -1439,6 +1452,37 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                   PEEL_BIG_SAVES * plan_moved(&q) <= plan_moved(p);
         if (big || (!q.prep[1 - s] && mnk >= PEEL_MIN_MNK &&
                     2 * (plan_moved(p) - plan_moved(&q)) >= touched))
+            *p = q;
+    }
+    /* Both at once, where C interleaves the two free sides around each
+     * other (mera's last step, PQ...: P from A, Q from B, then A's other
+     * free labels, then B's: as one GEMM its C was permuted whole, 43 M
+     * elements): C's outermost free label of each operand a batch label
+     * of the other, for few large products that save at least half of
+     * what the step touches. A widened operand prepared counts its copies:
+     * eager's canonical A of that step, prepared 3 times over Q (26.6 M
+     * elements moved instead of 51.9 M), ran slower (plan --time, 270 ->
+     * 300 ms), and this rule declines it; trace lays A out for the GEMM
+     * and moves nothing (400 -> 240-280 ms). Products of the own kernel
+     * with a long K read in place are not taken (mera closed's 136 x 9720
+     * x 441 as 51 x (8 x 3240 x 441): 40 -> 224 ms); tensornetwork's K = 2
+     * step is (2 x 8 x 65536 as 8 x 4 x 32768: 2.4-3.0 -> 1.2-1.5 ms). */
+    int top[2] = {-1, -1};
+    for (int q = 0; q < nkeep; q++) {
+        int ina = find(a->ids, a->rank, keep[q]) >= 0,
+            inb = find(b->ids, b->rank, keep[q]) >= 0;
+        if (ina != inb && top[inb] < 0 && label_size[keep[q]] > 1)
+            top[inb] = keep[q];
+    }
+    if (top[0] >= 0 && top[1] >= 0) {
+        eb_view wa = widened(a, top[1], label_size),
+                wb = widened(b, top[0], label_size);
+        eb_plan q;
+        if (eb_contract_plan(&wa, &wb, keep, nkeep, 1, label_size, dt, &q,
+                             err) == EB_OK &&
+            gemm_kind(q.kind) && q.M * q.N * q.K >= PEEL_BIG_MNK &&
+            (q.kind == EB_KIND_GEMM || q.K <= LOW_K) &&
+            2 * (plan_moved(p) - plan_moved(&q)) >= touched)
             *p = q;
     }
     return EB_OK;

@@ -14,6 +14,7 @@ typedef struct {
     eb_plan plan;
     int a_slot, b_slot;            /* operand slots (b_slot -1: none) */
     int group;                     /* fused group it belongs to, or -1 */
+    int last;                      /* the path's last step (fixed order) */
     int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out
                                       (elements) */
     const void *a, *b;
@@ -322,6 +323,7 @@ static eb_status plan_steps(const eb_instance *inst, const eb_schedule *sch,
         int single = sch->num_steps == 0;
         s->a_slot = single ? 0 : sch->steps[t].a;
         s->b_slot = single ? -1 : sch->steps[t].b;
+        s->last = t == p->nsteps - 1;
         eb_status st = plan_step(inst, inputs, desired, s,
                                  single ? &out : &desired[n + t], 1, &s->plan,
                                  err);
@@ -420,6 +422,12 @@ static eb_status plan_step(const eb_instance *inst, const eb_view *inputs,
 {
     eb_view v[2];
     step_views(inst, inputs, desired, s, v);
+    /* The last step writes the output in its given order, as every step
+     * of eager does: eager's planner for such steps (peeled or chunked
+     * products where C's order does not suit one GEMM). */
+    if (s->last && fixed && s->b_slot >= 0)
+        return eb_contract_plan_peel(&v[0], &v[1], keep->ids, keep->n,
+                                     inst->label_size, inst->dt, out, err);
     return eb_contract_plan(&v[0], s->b_slot < 0 ? NULL : &v[1], keep->ids,
                             keep->n, fixed, inst->label_size, inst->dt, out,
                             err);

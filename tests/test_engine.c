@@ -229,6 +229,10 @@ static const case_t cases[] = {
     {"xaut,ubdfyx->atbdfy", "x=9,a=25,u=12,t=20,b=4,d=3,f=9,y=4",
      EB_KIND_GEMM, 2},
     {"abc,dbwe->acdwe", "a=3,b=3,c=5,d=3,w=1301,e=5", EB_KIND_SMALL_GEMM, 1},
+    /* ... and one free label of each operand at once where C interleaves
+     * the two free sides (mera's last step: P from A, Q from B, then the
+     * rest of each): 9 GEMMs writing C in place (test_peel_both). */
+    {"PMfG,fGQN->PQMN", "P=3,Q=3,M=200,N=40,f=5,G=4", EB_KIND_GEMM, 0},
     /* Chunked preparation (eb_plan.cp): eager's large operand (2^20
      * elements and more) whose labels interleave, permuted one chunk of
      * its innermost labels at a time into cache and multiplied from
@@ -377,6 +381,44 @@ static void test_peel_big(void)
              "peeled: %s, %lld batches, prep %d %d (%lld)",
              eb_kind_name(p.kind), (long long)p.nbatch, p.prep[0], p.prep[1],
              (long long)p.prep_elems[0]);
+}
+
+/* C = P Q M N from A = P M f G and B = f G Q N: as one GEMM (M = P M,
+ * N = Q N) C would be permuted whole; peeling P into B and Q into A (each
+ * at stride 0) gives 9 GEMMs whose C blocks lie in place. Trace's last
+ * step gets the same plan (its order is fixed too). */
+static void test_peel_both(void)
+{
+    /* ids P0 Q1 M2 N3 f4 G5 */
+    int64_t size[6] = {3, 3, 200, 40, 5, 4};
+    int aid[4] = {0, 2, 4, 5}, bid[4] = {4, 5, 1, 3}, keep[4] = {0, 1, 2, 3};
+    eb_view a, b;
+    eb_view_compact(&a, NULL, aid, 4, size);
+    eb_view_compact(&b, NULL, bid, 4, size);
+    eb_plan p;
+    eb_error err;
+    EB_CHECK(eb_contract_plan(&a, &b, keep, 4, 1, size, EB_F64, &p, &err) ==
+                     EB_OK &&
+                 p.post,
+             "one GEMM: C permuted (post %d)", p.post);
+    EB_CHECK(eb_contract_plan_peel(&a, &b, keep, 4, size, EB_F64, &p, &err) ==
+                 EB_OK, "plan");
+    EB_CHECK(p.kind == EB_KIND_GEMM && p.nbatch == 9 && p.M == 200 &&
+                 p.N == 40 && p.K == 20 && !p.post && !p.prep[0] &&
+                 !p.prep[1],
+             "peeled both: %s, %lld x (%lld x %lld x %lld), post %d, prep "
+             "%d %d",
+             eb_kind_name(p.kind), (long long)p.nbatch, (long long)p.M,
+             (long long)p.N, (long long)p.K, p.post, p.prep[0], p.prep[1]);
+    /* Too few flops a product: kept as one GEMM. */
+    size[2] = 20;
+    size[3] = 10;
+    eb_view_compact(&a, NULL, aid, 4, size);
+    eb_view_compact(&b, NULL, bid, 4, size);
+    EB_CHECK(eb_contract_plan_peel(&a, &b, keep, 4, size, EB_F64, &p, &err) ==
+                     EB_OK &&
+                 p.nbatch == 1,
+             "small: %lld batches", (long long)p.nbatch);
 }
 
 /* ---- random differential ------------------------------------------------ */
@@ -787,6 +829,7 @@ int main(void)
     test_kvec();
     test_vec_prep_dtype();
     test_peel_big();
+    test_peel_both();
     test_skinny_chain();
     test_layout_search();
     test_broadcast_chain();
