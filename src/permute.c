@@ -325,6 +325,27 @@ static void row_reps(eb_perm *p, int s)
     }
 }
 
+/* A TILE4 tile whose two dims are whole and short (mera's 8 x 9: a
+ * 64-byte row of the transposed source t per out row, each a DRAM
+ * latency away, 2.5 GB/s) repeats over t's next contiguous dims while
+ * add_rep allows: t is then read in one run of the tile's size and the
+ * next tile continues it. */
+static void tile4_reps(eb_perm *p, int t)
+{
+    int64_t run = 1, tile = tile_elems(p);
+    for (;;) {
+        int d = -1;
+        for (int e = 0; e < p->rank; e++)
+            if (p->stride[t][e] == run)
+                d = e;
+        if (d < 0 || (p->block[d] > 1 && p->block[d] < p->shape[d]))
+            return;
+        if (p->block[d] == 1 && !add_rep(p, d, &tile))
+            return;
+        run *= p->shape[d];
+    }
+}
+
 /* Can the non-transposed source o be loaded in 4 x 4 blocks of (di, do)
  * with whole runs: along do, constant along do, or along di? */
 static int tile4_other_ok(const eb_perm *p, int o, int di, int dout)
@@ -369,6 +390,7 @@ static void choose_mode(eb_perm *p)
         p->di = di;
         p->block[di] = p->shape[di] < side ? p->shape[di] : side;
         p->block[dout] = p->shape[dout] < side ? p->shape[dout] : side;
+        tile4_reps(p, t);
         return;
     }
     if (choose_runs(p))
@@ -992,9 +1014,13 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                 runs_fns[k](nq, oq, ext[last], a + ro[1][e] * es,
                             p->stride[1][last], w + ro[0][e] * es);
         } else if (tile4)
-            tile_fns[k](ext[di], ext[last], t == 1 ? a : b,
-                        p->stride[t][last], t == 1 ? b : a, p->stride[o][di],
-                        p->stride[o][last], w, p->stride[0][di]);
+            for (int64_t e = 0; e < nrep; e++) {
+                const char *ra = a + ro[1][e] * es, *rb = b + ro[2][e] * es;
+                tile_fns[k](ext[di], ext[last], t == 1 ? ra : rb,
+                            p->stride[t][last], t == 1 ? rb : ra,
+                            p->stride[o][di], p->stride[o][last],
+                            w + ro[0][e] * es, p->stride[0][di]);
+            }
         else
             perm_scalar(p, td, nt, ext, a, b, w, k);
         int q = nl - 1;

@@ -20,7 +20,8 @@
  *   TILE4: a source's unit-stride dim differs from out's: square tiles of
  *          those two dims, moved by AVX2 transposes of 32-byte rows in
  *          registers (4 x 4 doubles or complex64, 8 x 8 floats, 2 x 2
- *          complex128);
+ *          complex128); a tile of two short whole dims repeats over the
+ *          transposed source's next contiguous dims (read in one run);
  *   RUNS:  one source whose innermost dims, merged into a run of up to
  *          256 bytes contiguous in x0, are not out's innermost dim (of at
  *          least 32 bytes): tiles of (x0's run) x (out's innermost dim),
@@ -73,8 +74,8 @@ typedef struct {
                                      * and x0 moves as one element */
     int nrun;                       /* RUNS: x0's run dims, fastest */
     int run[EB_MAX_RANK];           /*   first */
-    int nrep;                       /* RUNS: out's next dims, whole in */
-    int rep[EB_MAX_RANK];           /*   the tile (run tiles repeated) */
+    int nrep;                       /* RUNS, ROW, TILE4: dims whole in */
+    int rep[EB_MAX_RANK];           /*   the tile (its tiles repeated) */
     int64_t elems;                  /* elements (of es bytes) written */
     int64_t shape[EB_MAX_RANK];
     int64_t block[EB_MAX_RANK];     /* tile extent per dim (1: outside) */

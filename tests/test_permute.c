@@ -440,6 +440,30 @@ static void test_row_reps(eb_team *team)
              eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
 }
 
+/* A TILE4 tile of two short whole dims (8 x 9) repeats over the
+ * transposed source's next contiguous dim (17: that source read in runs
+ * of 1224 elements); one source, a multiply by out's order, scalar. */
+static void test_tile4_reps(eb_team *team)
+{
+    static const int64_t shape[7] = {5, 3, 17, 4, 3, 8, 9};
+    int nat[7] = {0, 1, 2, 3, 4, 5, 6}, ord[7] = {0, 3, 1, 4, 6, 2, 5};
+    int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
+    int64_t n0 = strides_in_order(7, shape, ord, 1, s0);
+    int64_t n1 = strides_in_order(7, shape, nat, 1, s1);
+    int good = 0, cases = 0;
+    for (int scalar = 0; scalar <= 1; scalar++) {
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, 7, shape, s1, s0, NULL);
+        cases += 3;
+        /* (complex128's 1224-element tile would pass REP_BYTES: none) */
+        good += cur_dt != EB_F64 || (p.mode == EB_PERM_TILE4 && p.nrep == 1);
+        good += run_case(7, shape, nat, s0, NULL, n0, 0, team, scalar);
+        good += run_case(7, shape, nat, s0, s1, n0, n1, team, scalar);
+    }
+    EB_CHECK(good == cases, "%s repeated 4 x 4 tiles (%d threads): %d of %d "
+             "right", eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
+}
+
 /* A GENERIC tile fits the table it runs from (2048 elements) even when
  * each array's innermost dims are other short dims: a multiply of rank 10
  * over 3s and 9s whose sources broadcast along alternate dims. */
@@ -583,6 +607,8 @@ int main(void)
         test_runs(two);
         test_row_reps(NULL);
         test_row_reps(two);
+        test_tile4_reps(NULL);
+        test_tile4_reps(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
