@@ -66,6 +66,8 @@ typedef struct {
     int tsrc;                       /* TILE4: the source read transposed */
     int di;                         /* TILE4: that source's unit dim */
     int split;                      /* dim the team splits (-1: none) */
+    int loop_src;                   /* GENERIC: 1 = tiles follow x0's
+                                     * order, 0 = out's */
     int stream;                     /* ROW: non-temporal stores */
     int scalar;                     /* 1: scalar kernels only (tests) */
     int es;                         /* bytes of an element as moved: the
