@@ -605,6 +605,13 @@ static void test_kvec(void)
                 }
     check_gemm_layout(19, 60, 19, 5, 0, 1, &seed);
     check_gemm_layout(60, 19, 19, 5, 1, 1, &seed);
+    /* A the shorter side: B's rows outer, slices of 16384 / M contracted
+     * elements, here two of them (one level: 3276 of 3500; rows k1: 18 of
+     * 30), the second added to C; and the same transposed. */
+    for (int colc = 0; colc <= 2; colc++) {
+        check_gemm_layout(5, 40, 3500, 1, colc, 1, &seed);
+        check_gemm_layout(7, 33, 130, 30, colc, 1, &seed);
+    }
 }
 
 /*
