@@ -1383,8 +1383,7 @@ static int gemm_kind(eb_kind k)
     return k == EB_KIND_GEMM || k == EB_KIND_SMALL_GEMM || k == EB_KIND_GEMV;
 }
 
-/* Elements a plan moves besides its kernel's reads and writes. */
-static int64_t plan_moved(const eb_plan *p)
+int64_t eb_plan_moved(const eb_plan *p)
 {
     return (p->prep[0] ? p->prep_elems[0] : 0) +
            (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
@@ -1430,8 +1429,9 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                                     err);
     if (!st && b)
         plan_chunked(a, b, keep, nkeep, label_size, p);
-    if (st || !b || plan_moved(p) < PEEL_MIN_MOVED || !gemm_kind(p->kind) ||
-        a->rank >= EB_MAX_RANK || b->rank >= EB_MAX_RANK)
+    if (st || !b || eb_plan_moved(p) < PEEL_MIN_MOVED ||
+        !gemm_kind(p->kind) || a->rank >= EB_MAX_RANK ||
+        b->rank >= EB_MAX_RANK)
         return st;
     const eb_view *v[2] = {a, b};
     int64_t touched = eb_view_elems(a) + eb_view_elems(b) + p->out_elems;
@@ -1449,9 +1449,9 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
         /* Few large products with a short K: the widened operand may be
          * prepared (counted in what q moves). */
         int big = mnk >= PEEL_BIG_MNK && q.K <= LOW_K && q.K1 == 1 &&
-                  PEEL_BIG_SAVES * plan_moved(&q) <= plan_moved(p);
+                  PEEL_BIG_SAVES * eb_plan_moved(&q) <= eb_plan_moved(p);
         if (big || (!q.prep[1 - s] && mnk >= PEEL_MIN_MNK &&
-                    2 * (plan_moved(p) - plan_moved(&q)) >= touched))
+                    2 * (eb_plan_moved(p) - eb_plan_moved(&q)) >= touched))
             *p = q;
     }
     /* Both at once, where C interleaves the two free sides around each
@@ -1482,15 +1482,8 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                              err) == EB_OK &&
             gemm_kind(q.kind) && q.M * q.N * q.K >= PEEL_BIG_MNK &&
             (q.kind == EB_KIND_GEMM || q.K <= LOW_K) &&
-            2 * (plan_moved(p) - plan_moved(&q)) >= touched)
+            2 * (eb_plan_moved(p) - eb_plan_moved(&q)) >= touched)
             *p = q;
     }
     return EB_OK;
-}
-
-int64_t eb_plan_moved(const eb_plan *p)
-{
-    return (p->prep[0] ? p->prep_elems[0] : 0) +
-           (p->prep[1] ? p->prep_elems[1] : 0) + p->bp_moved +
-           (p->post ? p->out_elems : 0);
 }
