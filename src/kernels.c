@@ -460,6 +460,56 @@ kvec_block(int mr, int nr, int64_t x0, int64_t len, int64_t k1a, int64_t k1b,
 #undef EB_DOT
 }
 
+/* The cache lines of one operand's slice: k1n rows k1 (sk1 apart) of
+ * `rows` runs of len elements (srow apart), a row k1 read as one run
+ * where its runs leave gaps of less than a line. */
+typedef struct {
+    const char *base;
+    int64_t k1n, sk1, rows, srow, len; /* bytes but k1n, rows */
+    int64_t run, line, end;            /* next line: run's [line, end] */
+} pf_cursor;
+
+static void pf_start(pf_cursor *p, const double *base, int64_t k1n,
+                     int64_t sk1, int64_t rows, int64_t srow, int64_t len)
+{
+    *p = (pf_cursor){(const char *)base, k1n, sk1 * 8, rows, srow * 8,
+                     len * 8, 0, 0, -1};
+    if (rows > 1 && srow - len < 8) {
+        p->len = ((rows - 1) * srow + len) * 8;
+        p->rows = 1;
+    }
+}
+
+/* Prefetches the next n lines of the slice (none once all are). */
+static inline void pf_next(pf_cursor *p, int64_t n)
+{
+    while (n > 0) {
+        if (p->line > p->end) {
+            if (p->run >= p->k1n * p->rows)
+                return;
+            uintptr_t r = (uintptr_t)(p->base + p->run / p->rows * p->sk1 +
+                                      p->run % p->rows * p->srow);
+            p->line = (int64_t)(r & ~(uintptr_t)63);
+            p->end = (int64_t)((r + (uintptr_t)p->len - 1) & ~(uintptr_t)63);
+            p->run++;
+        }
+        int64_t k = (p->end - p->line) / 64 + 1;
+        k = k < n ? k : n;
+        const char *l = (const char *)(uintptr_t)p->line;
+        int64_t i = 0;
+        for (; i + 4 <= k; i += 4) {
+            __builtin_prefetch(l + 64 * i);
+            __builtin_prefetch(l + 64 * i + 64);
+            __builtin_prefetch(l + 64 * i + 128);
+            __builtin_prefetch(l + 64 * i + 192);
+        }
+        for (; i < k; i++)
+            __builtin_prefetch(l + 64 * i);
+        p->line += 64 * k;
+        n -= k;
+    }
+}
+
 /* The slice's blocks walk the longer operand once: rows of B outer when
  * A is the shorter side (its slice stays in cache while B's rows pass),
  * else rows of A outer. With A's rows outer, str_matrix_chain's 21 x 505
@@ -486,23 +536,56 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
             __m256i mask = _mm256_setr_epi64x(rem > 0 ? -1 : 0,
                                               rem > 1 ? -1 : 0,
                                               rem > 2 ? -1 : 0, 0);
+            /* The next slice's lines are prefetched while this one is
+             * computed, a share of them per block: an operand from memory
+             * stalled every slice, and prefetching them all at once
+             * evicted the slice being computed (str_mps's 19 x 19 x (105
+             * x 19), B from memory: docs/bench.md). */
+            int64_t nk1 = k1b < k->K1 ? (k1b + k1step < k->K1 ? k1step
+                                                              : k->K1 - k1b)
+                                      : 0;
+            int64_t nx0 = k->K1 > 1 ? 0 : x0 + xstep;
+            int64_t nlen = k->K1 > 1 ? len
+                                     : (nx0 < K ? (K - nx0 < xstep ? K - nx0
+                                                                   : xstep)
+                                                : 0);
+            if (k->K1 == 1)
+                nk1 = nlen > 0;
+            int64_t nb = (M + 2) / 3 * ((N + 3) / 4);
+            pf_cursor pa, pb;
+            pf_start(&pa, a + (k->K1 > 1 ? k1b * k->sak1 : nx0), nk1,
+                     k->sak1, M, sam, nlen);
+            pf_start(&pb, b + (k->K1 > 1 ? k1b * k->sbk1 : nx0), nk1,
+                     k->sbk1, N, sbn, nlen);
+            int64_t pera = nlen > 0 ? nk1 * M * (nlen / 8 + 2) / nb + 1 : 0;
+            int64_t perb = nlen > 0 ? nk1 * N * (nlen / 8 + 2) / nb + 1 : 0;
             if (M < N)
                 for (int64_t n = 0; n < N; n += 4) {
                     int nr = N - n < 4 ? (int)(N - n) : 4;
-                    for (int64_t m = 0; m < M; m += 3)
+                    for (int64_t m = 0; m < M; m += 3) {
                         kvec_block(M - m < 3 ? (int)(M - m) : 3, nr, x0, len,
                                    k1a, k1b, a + m * sam, sam, b + n * sbn,
                                    sbn, k, c + m * scm + n * scn, scm, scn,
                                    mask, add);
+                        if (pera) {
+                            pf_next(&pa, pera);
+                            pf_next(&pb, perb);
+                        }
+                    }
                 }
             else
                 for (int64_t m = 0; m < M; m += 3) {
                     int mr = M - m < 3 ? (int)(M - m) : 3;
-                    for (int64_t n = 0; n < N; n += 4)
+                    for (int64_t n = 0; n < N; n += 4) {
                         kvec_block(mr, N - n < 4 ? (int)(N - n) : 4, x0, len,
                                    k1a, k1b, a + m * sam, sam, b + n * sbn,
                                    sbn, k, c + m * scm + n * scn, scm, scn,
                                    mask, add);
+                        if (pera) {
+                            pf_next(&pa, pera);
+                            pf_next(&pb, perb);
+                        }
+                    }
                 }
         }
 }
