@@ -311,6 +311,24 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                                         M * total >= PREFETCH_MIN_A, 0);
                 continue;
             }
+            if (k->K1 == 1) {
+                /* One stride per operand but B's columns apart: its
+                 * slice of the panel is copied row-major, A is read in
+                 * place without tables (through tables, str_mps's 2185
+                 * x 19 x 19 with B[n][k] ran at 20 GFLOP/s in cache). */
+                for (int64_t i = 0; i < kc; i++) {
+                    const double *src = bp + (f0 + i) * k->sbk;
+                    for (int64_t j = 0; j < pw; j++)
+                        bt[i * pw + j] = src[j * sbn];
+                }
+                eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
+                                        k->sak, NULL, bt, pw, NULL, c + n0,
+                                        scm, f0 > 0, NULL,
+                                        n0 == 0 && k->sak == 1 &&
+                                            M * total >= PREFETCH_MIN_A,
+                                        0);
+                continue;
+            }
             k_offsets(f0, kc, K, k, aoff, boff);
             if (sbn != 1) {
                 for (int64_t i = 0; i < kc; i++) {
