@@ -172,6 +172,16 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
         if (pfa)
             for (int64_t r = m + pfd; r < m + pfd + mr && r < M; r++) {
                 const double *pa = a + r * sam;
+                if (tab) {
+                    /* Runs of pfa contracted elements (at most a line)
+                     * wherever the table puts them. */
+                    for (int64_t x = 0; x < kc; x += pfa)
+                        _mm_prefetch((const char *)(pa + aoff[x]),
+                                     _MM_HINT_T0);
+                    _mm_prefetch((const char *)(pa + aoff[kc - 1]),
+                                 _MM_HINT_T0);
+                    continue;
+                }
                 for (int64_t x = 0; x < kc; x += 8)
                     _mm_prefetch((const char *)(pa + x), _MM_HINT_T0);
                 _mm_prefetch((const char *)(pa + kc - 1), _MM_HINT_T0);
@@ -339,8 +349,14 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 }
                 bp = bt;
             }
+            /* A's rows prefetched in its contiguous runs of K (K1 runs
+             * of K apart: lm's 7984 x 16 x (16 x 4) read A in 16
+             * streams). */
+            int pfa = n0 == 0 && k->sak == 1 && M * total >= PREFETCH_MIN_A
+                          ? (int)(K < 8 ? K : 8)
+                          : 0;
             eb_kern_gemm_chunk_avx2(M, w, nq, kc, a, sam, 0, aoff, bp, 0, boff,
-                                    c + n0, scm, f0 > 0, NULL, 0, 1);
+                                    c + n0, scm, f0 > 0, NULL, pfa, 1);
         }
         n0 += pw;
     }
