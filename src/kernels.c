@@ -921,36 +921,26 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
     }
 }
 
-/* C for one packed block of wb elements of w, chunk by
- * chunk of 8 elements: a chunk's rows of A and B (64 bytes each) lie one
- * after another, without the cache-set conflicts of rows a power of two
- * apart. K is cut into slices of VEC_KSLICE so that the rows one block of
- * C reads (3 of A, 4 of B) stay in L1 for both vectors of the chunk;
- * slices after the first add to C. */
-__attribute__((target("avx2,fma"))) static void
-eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa,
-                        const double *pb, double *c, const int64_t *cm,
-                        const int64_t *cn, int64_t scw)
+/* One mb x nn block of C at rows m, columns n of chunk w8 (both vectors
+ * of the chunk). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+vec_tile(int64_t wb, int64_t w8, int64_t M, int64_t N, int64_t K,
+         int64_t k0, int64_t kk, int64_t m, int64_t n, const double *pac,
+         const double *pbc, double *c, const int64_t *cm, const int64_t *cn,
+         int64_t scw)
 {
-    for (int64_t w8 = 0; w8 + 4 <= wb; w8 += 8) {
-        const double *pac = pa + w8 * M * K;
-        const double *pbc = pb + w8 * K * N;
-        for (int64_t k0 = 0; k0 < K; k0 += VEC_KSLICE) {
-            int64_t kk = K - k0 < VEC_KSLICE ? K - k0 : VEC_KSLICE;
-            for (int64_t n = 0; n < N; n += 4) {
-                int nn = N - n < 4 ? (int)(N - n) : 4;
-                int tr = nn == 4 && scw != 1 && cn[n + 1] == cn[n] + 1 &&
-                         cn[n + 2] == cn[n] + 2 && cn[n + 3] == cn[n] + 3;
-                for (int64_t m = 0; m < M; m += 3) {
-                    int mb = M - m < 3 ? (int)(M - m) : 3;
-                    for (int64_t h = 0; h < 8 && w8 + h + 4 <= wb; h += 4) {
-                        const double *pai[3], *pbj[4];
-                        for (int i = 0; i < mb; i++)
-                            pai[i] = pac + ((m + i) * K + k0) * 8 + h;
-                        for (int j = 0; j < nn; j++)
-                            pbj[j] = pbc + (k0 * N + n + j) * 8 + h;
-                        double *cw = c + (w8 + h) * scw;
-                        int add = k0 > 0;
+    int nn = N - n < 4 ? (int)(N - n) : 4;
+    int mb = M - m < 3 ? (int)(M - m) : 3;
+    int tr = nn == 4 && scw != 1 && cn[n + 1] == cn[n] + 1 &&
+             cn[n + 2] == cn[n] + 2 && cn[n + 3] == cn[n] + 3;
+    for (int64_t h = 0; h < 8 && w8 + h + 4 <= wb; h += 4) {
+        const double *pai[3], *pbj[4];
+        for (int i = 0; i < mb; i++)
+            pai[i] = pac + ((m + i) * K + k0) * 8 + h;
+        for (int j = 0; j < nn; j++)
+            pbj[j] = pbc + (k0 * N + n + j) * 8 + h;
+        double *cw = c + (w8 + h) * scw;
+        int add = k0 > 0;
 #define EB_VEC_BLOCK(MB, NN) \
     eb_kern_vec_block_avx2(kk, pai, pbj, 8 * N, cw, cm + m, cn + n, scw, add, \
                            tr, MB, NN)
@@ -961,18 +951,51 @@ eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const doubl
     case 2: EB_VEC_BLOCK(MB, 2); break; \
     default: EB_VEC_BLOCK(MB, 1); break; \
     }
-                        if (mb == 3) {
-                            EB_VEC_ROW(3)
-                        } else if (mb == 2) {
-                            EB_VEC_ROW(2)
-                        } else {
-                            EB_VEC_ROW(1)
-                        }
+        if (mb == 3) {
+            EB_VEC_ROW(3)
+        } else if (mb == 2) {
+            EB_VEC_ROW(2)
+        } else {
+            EB_VEC_ROW(1)
+        }
 #undef EB_VEC_ROW
 #undef EB_VEC_BLOCK
-                    }
-                }
-            }
+    }
+}
+
+/* C for one packed block of wb elements of w, chunk by
+ * chunk of 8 elements: a chunk's rows of A and B (64 bytes each) lie one
+ * after another, without the cache-set conflicts of rows a power of two
+ * apart. K is cut into slices of VEC_KSLICE so that the rows one block of
+ * C reads (3 of A, 4 of B) stay in L1 for both vectors of the chunk;
+ * slices after the first add to C. Where the chunk's slice of B fits in
+ * VEC_B_L1 bytes the blocks walk C's rows outer (B stays in L1, A's pack
+ * is read once and each row of C is written whole in turn); otherwise its
+ * columns outer. Columns outer, lm's 1100 x (144 x 12 x 12) wrote each
+ * line of C in three visits from L2 and read A's 110 KiB chunk three
+ * times (docs/bench.md). */
+enum { VEC_B_L1 = 16384 };
+
+__attribute__((target("avx2,fma"))) static void
+eb_kern_vec_packed_avx2(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa,
+                        const double *pb, double *c, const int64_t *cm,
+                        const int64_t *cn, int64_t scw)
+{
+    for (int64_t w8 = 0; w8 + 4 <= wb; w8 += 8) {
+        const double *pac = pa + w8 * M * K;
+        const double *pbc = pb + w8 * K * N;
+        for (int64_t k0 = 0; k0 < K; k0 += VEC_KSLICE) {
+            int64_t kk = K - k0 < VEC_KSLICE ? K - k0 : VEC_KSLICE;
+            if (kk * N * 64 <= VEC_B_L1)
+                for (int64_t m = 0; m < M; m += 3)
+                    for (int64_t n = 0; n < N; n += 4)
+                        vec_tile(wb, w8, M, N, K, k0, kk, m, n, pac, pbc, c,
+                                 cm, cn, scw);
+            else
+                for (int64_t n = 0; n < N; n += 4)
+                    for (int64_t m = 0; m < M; m += 3)
+                        vec_tile(wb, w8, M, N, K, k0, kk, m, n, pac, pbc, c,
+                                 cm, cn, scw);
         }
     }
 }
