@@ -597,8 +597,9 @@ static int64_t batched_cost(const eb_plan *p, const axes *ax, const group *gb)
     for (int s = 0; s < 2; s++) {
         if (p->prep[s])
             cost += p->prep_elems[s];
-        else if (p->nbatch > 1 && batch_inside(&ax[s], gb))
-            cost += ax[s].elems;
+        else if (p->nbatch > 1 && batch_inside(&ax[s], gb) &&
+                 !(s == 0 && eb_plan_wrows(p)))
+            cost += ax[s].elems; /* (not A read along w's runs) */
     }
     return cost;
 }
@@ -1381,6 +1382,17 @@ enum {
 static int gemm_kind(eb_kind k)
 {
     return k == EB_KIND_GEMM || k == EB_KIND_SMALL_GEMM || k == EB_KIND_GEMV;
+}
+
+int eb_plan_wrows(const eb_plan *p)
+{
+    if (p->kind != EB_KIND_SMALL_GEMM || p->dt != EB_F64 || p->K1 != 1 ||
+        p->bp || p->cp || p->nb < 1)
+        return 0;
+    int d = p->nb - 1;
+    return p->bstride[0][d] == 1 && p->bshape[d] >= EB_WROWS_MIN_W &&
+           p->sak != 1 && p->sbn == 1 && p->scn == 1 &&
+           p->N <= EB_WROWS_MAX_N && p->K <= EB_WROWS_MAX_K;
 }
 
 int64_t eb_plan_moved(const eb_plan *p)

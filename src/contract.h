@@ -183,6 +183,13 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                                 const int64_t *label_size, eb_dtype dt,
                                 eb_plan *plan, eb_error *err);
 
+/* Does the batched own-kernel plan p run as eb_kern_gemm_wrows, its
+ * innermost batch dim (unit stride in A) looped inside the kernel's row
+ * blocks? (Float64, one-level K of at most EB_WROWS_MAX_K, N at most
+ * EB_WROWS_MAX_N with unit stride in B and C.) */
+enum { EB_WROWS_MIN_W = 8 };
+int eb_plan_wrows(const eb_plan *p);
+
 /* Elements a plan moves besides its kernel's own reads and writes:
  * operand preparations, blocked preparation and the output permutation. */
 int64_t eb_plan_moved(const eb_plan *p);

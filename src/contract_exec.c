@@ -380,6 +380,50 @@ static void run_own_split(const eb_plan *p, const void *a, const void *b,
  * that a thread that joins late still finds parts to take. */
 enum { ROW_PARTS_PER_THREAD = 4 };
 
+/* eb_plan_wrows plans: units of up to wrows_block(p) elements of the
+ * innermost batch dim (w) of one index of the outer ones, so that B's
+ * matrices for a unit (K N each) stay in L2 while the row blocks pass. */
+enum { WROWS_B_ELEMS = 16384, WROWS_MAX_BLOCK = 256 };
+
+static int64_t wrows_block(const eb_plan *p)
+{
+    int64_t wb = WROWS_B_ELEMS / (p->K * p->N) / 8 * 8;
+    return wb < 8 ? 8 : wb > WROWS_MAX_BLOCK ? WROWS_MAX_BLOCK : wb;
+}
+
+static void run_wrows(const eb_plan *p, const double *a, const double *b,
+                      double *c, int64_t lo, int64_t hi)
+{
+    int d = p->nb - 1;
+    int64_t W = p->bshape[d], wb = wrows_block(p), nwb = (W + wb - 1) / wb;
+    int64_t idx[EB_MAX_RANK], off[3];
+    for (int64_t u = lo; u < hi; u++) {
+        if (u == lo || u % nwb == 0)
+            batch_offsets(p, d, u / nwb, idx, off);
+        int64_t w0 = u % nwb * wb, wn = W - w0 < wb ? W - w0 : wb;
+        eb_kern_gemm_wrows(p->M, p->N, p->K, wn, a + off[0] + w0, p->sam,
+                           p->sak, b + off[1] + w0 * p->bstride[1][d], p->sbk,
+                           p->bstride[1][d],
+                           c + off[2] + w0 * p->bstride[2][d], p->scm,
+                           p->bstride[2][d]);
+    }
+}
+
+static int64_t wrows_units(const eb_plan *p)
+{
+    int d = p->nb - 1;
+    int64_t wb = wrows_block(p);
+    return row_count(p) / p->bshape[d] * ((p->bshape[d] + wb - 1) / wb);
+}
+
+static void wrows_part(void *arg, int part, int nparts)
+{
+    const job *j = arg;
+    long long lo, hi;
+    eb_team_split(wrows_units(j->p), part, nparts, &lo, &hi);
+    run_wrows(j->p, j->a, j->b, j->c, lo, hi);
+}
+
 static void run_batched(const eb_plan *p, const void *a, const void *b,
                         void *c, eb_team *team, eb_exec_counters *cnt)
 {
@@ -387,6 +431,17 @@ static void run_batched(const eb_plan *p, const void *a, const void *b,
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     int n = eb_team_size(team);
+    if (eb_plan_wrows(p)) {
+        int64_t units = wrows_units(p);
+        if (n > 1 && work >= PARALLEL_MIN_WORK && units >= n) {
+            job j = {.p = p, .a = a, .b = b, .c = c};
+            team_product(team, units < n ? (int)units : n, wrows_part, &j,
+                         work);
+        } else {
+            run_wrows(p, a, b, c, 0, units);
+        }
+        return;
+    }
     /* BLAS calls (GEMMs, GEMVs, and dot products outside float64, which
      * the own kernel does not cover) run as one-thread calls per part. */
     int blas = p->kind == EB_KIND_GEMM || p->kind == EB_KIND_GEMV ||

@@ -848,6 +848,124 @@ transpose4(__m256d *r)
     r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
+/* Batch elements per transposed pack of eb_kern_gemm_wrows. */
+enum { WROWS_SUB = 16 };
+#ifndef WROWS_PF
+#define WROWS_PF 64
+#endif
+
+/* pack[w][i] = A's row i (the block's mr K runs, rows[i]) at w, for w <
+ * wn: 4 x 4 transposes where 4 runs and 4 elements are whole. */
+__attribute__((target("avx2"), always_inline)) static inline void
+wrows_pack(const double *const *rows, int64_t R, int64_t wn, double *pack)
+{
+    int64_t i = 0, w4 = wn / 4 * 4;
+    for (; i + 4 <= R; i += 4) {
+        int64_t w = 0;
+        for (; w < w4; w += 4) {
+            __m256d r[4];
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < 4; t++)
+                r[t] = _mm256_loadu_pd(rows[i + t] + w);
+            transpose4(r);
+            _Pragma("GCC unroll 4")
+            for (int t = 0; t < 4; t++)
+                _mm256_storeu_pd(pack + (w + t) * R + i, r[t]);
+        }
+        for (; w < wn; w++)
+            for (int t = 0; t < 4; t++)
+                pack[w * R + i + t] = rows[i + t][w];
+    }
+    for (; i < R; i++)
+        for (int64_t w = 0; w < wn; w++)
+            pack[w * R + i] = rows[i][w];
+}
+
+/* Blocks of rows of C, each over the W batch elements in turn, WROWS_SUB
+ * at a time: the block's mr K runs of A are moved into a pack with the
+ * rows of each batch element contiguous (read in place, each element's
+ * mr K broadcasts came from as many pages: lm's 1100 x (144 x 12 x 12)
+ * ran at under one instruction per two cycles), the next ones prefetched
+ * meanwhile; each row of C is written as W runs of N, B's W matrices are
+ * read once per block from cache. */
+__attribute__((target("avx2,fma"))) static void
+eb_kern_gemm_wrows_avx2(int64_t M, int64_t N, int64_t K, int64_t W,
+                        const double *a, int64_t sam, int64_t sak,
+                        const double *b, int64_t sbk, int64_t sbw, double *c,
+                        int64_t scm, int64_t scw)
+{
+    int nv = N < 4 ? 1 : (int)((N + 3) / 4), mrow = block_rows(nv);
+    int64_t tail = N < 4 ? 0 : N - 4;
+    __m256i mask = _mm256_setr_epi64x(-1, N > 1 ? -1 : 0, N > 2 ? -1 : 0,
+                                      N > 3 ? -1 : 0);
+    double pack[WROWS_SUB * 4 * EB_WROWS_MAX_K];
+    const double *rows[4 * EB_WROWS_MAX_K];
+    for (int64_t m = 0; m < M; m += mrow) {
+        int mr = M - m < mrow ? (int)(M - m) : mrow;
+        int64_t R = mr * K;
+        for (int r = 0; r < mr; r++)
+            for (int64_t k = 0; k < K; k++)
+                rows[r * K + k] = a + (m + r) * sam + k * sak;
+        for (int64_t w0 = 0; w0 < W; w0 += WROWS_SUB) {
+            int64_t wn = W - w0 < WROWS_SUB ? W - w0 : WROWS_SUB;
+            if (w0 + WROWS_PF < W)
+                for (int64_t i = 0; i < R; i++) {
+                    _mm_prefetch((const char *)(rows[i] + WROWS_PF),
+                                 _MM_HINT_T0);
+                    _mm_prefetch((const char *)(rows[i] + WROWS_PF + WROWS_SUB - 1),
+                                 _MM_HINT_T0);
+                }
+            wrows_pack(rows, R, wn, pack);
+            for (int64_t i = 0; i < R; i++)
+                rows[i] += wn;
+            for (int64_t w = 0; w < wn; w++) {
+                const double *ar = pack + w * R, *bw = b + (w0 + w) * sbw;
+                double *cr = c + m * scm + (w0 + w) * scw;
+#define EB_WBLK(MR, NV, MASKED) \
+    eb_kern_gemm_block_avx2(K, ar, K, 1, NULL, bw, sbk, NULL, cr, scm, \
+                            tail, mask, 0, MR, NV, MASKED, 0)
+#define EB_WBLK_NV(MR) \
+    switch (N < 4 ? 0 : nv) { \
+    case 0: EB_WBLK(MR, 1, 1); break; \
+    case 1: EB_WBLK(MR, 1, 0); break; \
+    case 2: EB_WBLK(MR, 2, 0); break; \
+    case 3: EB_WBLK(MR, 3, 0); break; \
+    default: EB_WBLK(MR, 4, 0); break; \
+    }
+                switch (mr) {
+                case 4: EB_WBLK_NV(4) break;
+                case 3: EB_WBLK_NV(3) break;
+                case 2: EB_WBLK_NV(2) break;
+                default: EB_WBLK_NV(1) break;
+                }
+#undef EB_WBLK_NV
+#undef EB_WBLK
+            }
+        }
+    }
+}
+
+void eb_kern_gemm_wrows(int64_t M, int64_t N, int64_t K, int64_t W,
+                        const double *a, int64_t sam, int64_t sak,
+                        const double *b, int64_t sbk, int64_t sbw, double *c,
+                        int64_t scm, int64_t scw)
+{
+    if (N <= EB_WROWS_MAX_N && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        eb_kern_gemm_wrows_avx2(M, N, K, W, a, sam, sak, b, sbk, sbw, c, scm,
+                                scw);
+        return;
+    }
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t w = 0; w < W; w++)
+            for (int64_t n = 0; n < N; n++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++)
+                    s += a[m * sam + k * sak + w] * b[k * sbk + w * sbw + n];
+                c[m * scm + w * scw + n] = s;
+            }
+}
+
 /* One block of C for the vector-batch GEMM on packed rows: mb (1..3) rows
  * m by nn (1..4) columns n, for one vector of 4 elements of w, summed over
  * K in twelve registers at most. Row k of A's row i is at pa[i] + 8 k, of

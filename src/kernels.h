@@ -36,6 +36,20 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         int64_t scn);
 
 /*
+ * C_w = A_w B_w for W consecutive batch elements w (C_w[m][n] at c + m scm
+ * + w scw + n, A_w[m][k] at a + m sam + k sak + w, B_w[k][n] at b + k sbk
+ * + w sbw + n) when w has unit stride in A and n in B and C: the batch
+ * element loop runs inside each block of rows, so that A is read along
+ * its rows' runs of w (one small GEMM per element read each element of A
+ * from another line). N <= EB_WROWS_MAX_N.
+ */
+enum { EB_WROWS_MAX_N = 16, EB_WROWS_MAX_K = 128 };
+void eb_kern_gemm_wrows(int64_t M, int64_t N, int64_t K, int64_t W,
+                        const double *a, int64_t sam, int64_t sak,
+                        const double *b, int64_t sbk, int64_t sbw, double *c,
+                        int64_t scm, int64_t scw);
+
+/*
  * The vector-batch GEMM: C[w, m, n] = sum_k A[w, m, k] B[w, k, n] where w
  * has unit stride in A and B (stride scw in C), for batched products whose
  * batch dim is the innermost one of both operands. One small GEMM per

@@ -154,22 +154,36 @@ static const case_t cases[] = {
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=37", EB_KIND_VEC_GEMM, 1},
     {"bY,JKYb->bJK", "b=53,Y=7,J=3,K=5", EB_KIND_VEC_GEMM, 0},
     {"MkNbK,PkQKb->MNbPQ", "M=3,k=2,N=5,K=3,P=2,Q=3,b=41", EB_KIND_VEC_GEMM, 0},
-    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_VEC_GEMM, 0},
-    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=12,w=29", EB_KIND_VEC_GEMM, 1},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=20,w=29", EB_KIND_VEC_GEMM, 1},
+    {"iKb,KbN->ibN", "i=3,K=5,b=29,N=17", EB_KIND_VEC_GEMM, 1},
     {"vIpb,bHI->vpbH", "v=4,I=3,p=5,b=131,H=2", EB_KIND_VEC_GEMM, 1},
     {"zijb,zbjk->bzki", "z=3,i=9,j=5,k=2,b=19", EB_KIND_VEC_GEMM, 1},
+    /* w with unit stride in A only, n in B and C (N at most 16): one
+     * small GEMM per batch element with the batch loop inside the row
+     * blocks (eb_kern_gemm_wrows), nothing permuted: lm's mgcw,cwk->mgwk
+     * (N of 4 and 12, w past the pack's 16 and long enough for the
+     * threads to split it), N of 1-3 (a masked vector), another batch
+     * dim outside w, w split in units (K N = 2 elements: units of 256). */
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=4,w=29", EB_KIND_SMALL_GEMM, 0},
+    {"mgcw,cwk->mgwk", "m=3,g=5,c=7,k=12,w=29", EB_KIND_SMALL_GEMM, 0},
+    {"mgcw,cwk->mgwk", "m=2,g=7,c=3,k=13,w=301", EB_KIND_SMALL_GEMM, 0},
+    {"iKb,KbN->ibN", "i=3,K=5,b=29,N=6", EB_KIND_SMALL_GEMM, 0},
+    {"iKb,KbN->ibN", "i=5,K=2,b=40,N=3", EB_KIND_SMALL_GEMM, 0},
+    {"zmcw,zcwk->zmwk", "z=3,m=5,c=4,w=19,k=7", EB_KIND_SMALL_GEMM, 0},
+    {"mcw,cwk->mwk", "m=9,c=2,w=700,k=1", -1, -1},
     /* Gathered packs whose rows lie one after another inside w (four at
      * a time: loads transposed in registers, the rest gathered): A's
      * inner F of 4 (lm's hmf0F; w with a tail past the last chunk of 8,
      * and long enough for the threads to split), an inner Y of 5 (a
-     * quad and one gathered row), B's inner N of 6 (rows n of the pack),
-     * and an inner F of 8 (two quads). */
+     * quad and one gathered row), B's inner N of 6 (rows n of the pack;
+     * C with w innermost: with n there, eb_kern_gemm_wrows), and an inner
+     * F of 8 (two quads). */
     {"hmfwF,FlmCw->hfwlC", "h=2,m=3,f=3,w=37,F=4,l=2,C=3",
      EB_KIND_VEC_GEMM, 0},
     {"hmfwF,FlmCw->hfwlC", "h=3,m=2,f=5,w=301,F=4,l=3,C=5",
      EB_KIND_VEC_GEMM, 0},
     {"bY,JKYb->bJK", "b=45,Y=5,J=3,K=2", EB_KIND_VEC_GEMM, 0},
-    {"iKb,KbN->ibN", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
+    {"iKb,KbN->iNb", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
     {"mwF,Fnw->mwn", "m=5,w=19,F=8,n=3", EB_KIND_VEC_GEMM, 0},
     /* w with a small stride in both operands (eager, else an operand and
      * C would be permuted): both packs read in place, four rows i at a
@@ -586,6 +600,83 @@ static void test_row_chunks(void)
     check_gemm_layout(37, 1100, 19, 1, 2, 0, &seed);
 }
 
+/* eb_kern_gemm_wrows against a plain loop: A[m][k][w] with padded rows
+ * and runs (sak = W + 3, sam = K sak + 1), B[k][w][n] (sbw = N + 2, sbk =
+ * W sbw + 5), C[m][w][n] (scw = N + 1, scm = W scw + 2): row blocks of 1
+ * to 4 rows and their tails, N of 1 to 16 (masked, shifted last
+ * vectors), K of 1, 12 and 128, W below, at and past the pack's 16. */
+static void test_wrows(void)
+{
+    static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 13};
+    static const int64_t Ks[] = {1, 12, 128};
+    static const int64_t Ws[] = {1, 5, 16, 37};
+    uint64_t seed = 5;
+    int64_t shapes = 0, bad = 0;
+    for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++)
+        for (int64_t N = 1; N <= EB_WROWS_MAX_N; N++)
+            for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++)
+                for (size_t u = 0; u < sizeof Ws / sizeof Ws[0]; u++) {
+                    if ((N + (int64_t)i + (int64_t)u) % 3 && Ks[t] == 128)
+                        continue; /* a third of the long-K shapes */
+                    int64_t M = Ms[i], K = Ks[t], W = Ws[u];
+                    int64_t sak = W + 3, sam = K * sak + 1;
+                    int64_t sbw = N + 2, sbk = W * sbw + 5;
+                    int64_t scw = N + 1, scm = W * scw + 2;
+                    size_t na = (size_t)(M * sam), nb = (size_t)(K * sbk);
+                    size_t nc = (size_t)(M * scm);
+                    double *a = malloc(na * sizeof *a);
+                    double *b = malloc(nb * sizeof *b);
+                    double *c = malloc(nc * sizeof *c);
+                    if (!a || !b || !c) {
+                        EB_CHECK(0, "out of memory");
+                        free(a), free(b), free(c);
+                        return;
+                    }
+                    for (size_t x = 0; x < na; x++)
+                        a[x] = (double)((seed = seed * 6364136223846793005ULL +
+                                                1) >> 40) / 16777216.0 - 0.5;
+                    for (size_t x = 0; x < nb; x++)
+                        b[x] = (double)((seed = seed * 6364136223846793005ULL +
+                                                1) >> 40) / 16777216.0 - 0.5;
+                    for (size_t x = 0; x < nc; x++)
+                        c[x] = 7.0; /* padding must stay */
+                    eb_kern_gemm_wrows(M, N, K, W, a, sam, sak, b, sbk, sbw,
+                                       c, scm, scw);
+                    double worst = 0;
+                    int pad = 0;
+                    for (int64_t m = 0; m < M; m++)
+                        for (int64_t w = 0; w < W; w++) {
+                            for (int64_t n = 0; n < N; n++) {
+                                double ref = 0, mag = 0;
+                                for (int64_t k = 0; k < K; k++) {
+                                    double x = a[m * sam + k * sak + w] *
+                                               b[k * sbk + w * sbw + n];
+                                    ref += x;
+                                    mag += fabs(x);
+                                }
+                                double e = fabs(c[m * scm + w * scw + n] - ref) /
+                                           (mag > 0 ? mag : 1);
+                                worst = e > worst ? e : worst;
+                            }
+                            pad |= c[m * scm + w * scw + N] != 7.0;
+                        }
+                    shapes++;
+                    if (worst > 1e-13 || pad) {
+                        bad++;
+                        EB_CHECK(0, "wrows %lld x %lld x %lld, W %lld: "
+                                 "relative error %g, padding %s",
+                                 (long long)M, (long long)N, (long long)K,
+                                 (long long)W, worst,
+                                 pad ? "written" : "kept");
+                    }
+                    free(a);
+                    free(b);
+                    free(c);
+                }
+    EB_CHECK(bad == 0 && shapes > 500, "wrows: %lld of %lld shapes wrong",
+             (long long)bad, (long long)shapes);
+}
+
 /* The k-vector kernel (both operands contiguous along k, a side of C of
  * at most 32): sides 1 to 9 and 19 (blocks of 3 rows by 4 columns and
  * every smaller edge block), runs of K of 8, 19 (a masked tail) and 130
@@ -834,6 +925,7 @@ int main(void)
     test_few_rows();
     test_row_chunks();
     test_kvec();
+    test_wrows();
     test_vec_prep_dtype();
     test_peel_big();
     test_peel_both();
