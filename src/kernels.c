@@ -849,10 +849,10 @@ transpose4(__m256d *r)
 }
 
 /* Batch elements per transposed pack of eb_kern_gemm_wrows. */
-enum { WROWS_SUB = 16 };
-#ifndef WROWS_PF
-#define WROWS_PF 64
+#ifndef WROWS_SUB
+#define WROWS_SUB 128
 #endif
+enum { WROWS_PACK = 8192 };
 
 /* pack[w][i] = A's row i (the block's mr K runs, rows[i]) at w, for w <
  * wn: 4 x 4 transposes where 4 runs and 4 elements are whole. */
@@ -898,21 +898,23 @@ eb_kern_gemm_wrows_avx2(int64_t M, int64_t N, int64_t K, int64_t W,
     int64_t tail = N < 4 ? 0 : N - 4;
     __m256i mask = _mm256_setr_epi64x(-1, N > 1 ? -1 : 0, N > 2 ? -1 : 0,
                                       N > 3 ? -1 : 0);
-    double pack[WROWS_SUB * 4 * EB_WROWS_MAX_K];
+    double pack[WROWS_PACK];
     const double *rows[4 * EB_WROWS_MAX_K];
     for (int64_t m = 0; m < M; m += mrow) {
         int mr = M - m < mrow ? (int)(M - m) : mrow;
-        int64_t R = mr * K;
+        int64_t R = mr * K, sub = WROWS_PACK / R / 4 * 4;
+        sub = sub < 4 ? 4 : sub > WROWS_SUB ? WROWS_SUB : sub;
         for (int r = 0; r < mr; r++)
             for (int64_t k = 0; k < K; k++)
                 rows[r * K + k] = a + (m + r) * sam + k * sak;
-        for (int64_t w0 = 0; w0 < W; w0 += WROWS_SUB) {
-            int64_t wn = W - w0 < WROWS_SUB ? W - w0 : WROWS_SUB;
-            if (w0 + WROWS_PF < W)
+        for (int64_t w0 = 0; w0 < W; w0 += sub) {
+            int64_t wn = W - w0 < sub ? W - w0 : sub;
+            if (w0 + sub < W)
                 for (int64_t i = 0; i < R; i++) {
-                    _mm_prefetch((const char *)(rows[i] + WROWS_PF),
-                                 _MM_HINT_T0);
-                    _mm_prefetch((const char *)(rows[i] + WROWS_PF + WROWS_SUB - 1),
+                    for (int64_t x = sub; x < 2 * sub; x += 8)
+                        _mm_prefetch((const char *)(rows[i] + x),
+                                     _MM_HINT_T0);
+                    _mm_prefetch((const char *)(rows[i] + 2 * sub - 1),
                                  _MM_HINT_T0);
                 }
             wrows_pack(rows, R, wn, pack);
