@@ -147,6 +147,47 @@ eb_kern_gemm_block_avx2(int64_t kc, const double *ar, int64_t sam,
         }
 }
 
+/* eb_kern_gemm_block_avx2 for a block of mr (1-4) rows by nv vectors,
+ * narrow: a chunk of fewer than 4 columns (one masked vector). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+gemm_block_any(int64_t kc, const double *ar, int64_t sam, int64_t sak,
+               const int64_t *aoff, const double *b, int64_t sbk,
+               const int64_t *boff, double *cr, int64_t scm, int64_t tail,
+               __m256i mask, int add, int mr, int nv, int narrow,
+               const int tab)
+{
+#define EB_BLK(MR, NV, MASKED) \
+    eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, b, sbk, boff, cr, scm, \
+                            tail, mask, add, MR, NV, MASKED, tab)
+#define EB_BLK_NV(MR) \
+    switch (narrow ? 0 : nv) { \
+    case 0: EB_BLK(MR, 1, 1); break; \
+    case 1: EB_BLK(MR, 1, 0); break; \
+    case 2: EB_BLK(MR, 2, 0); break; \
+    case 3: EB_BLK(MR, 3, 0); break; \
+    default: EB_BLK(MR, 4, 0); break; \
+    }
+    switch (mr) {
+    case 4: EB_BLK_NV(4) break;
+    case 3: EB_BLK_NV(3) break;
+    case 2: EB_BLK_NV(2) break;
+    default: EB_BLK_NV(1) break;
+    }
+#undef EB_BLK_NV
+#undef EB_BLK
+}
+
+/* Every cache line of the run p[0 .. n), n >= 1. Always inlined: GCC 12
+ * at -O2 takes a helper whose only effect is prefetches with a loop for a
+ * pure function and deletes its calls (none were left in the binary). */
+__attribute__((always_inline)) static inline void
+prefetch_lines(const double *p, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 8)
+        _mm_prefetch((const char *)(p + x), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + n - 1), _MM_HINT_T0);
+}
+
 /* All rows of one chunk of w columns for one slice of K: blocks of
  * block_rows(nv) rows, then the remaining rows as one smaller block. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -182,47 +223,29 @@ eb_kern_gemm_chunk_avx2(int64_t M, int64_t w, int64_t nq, int64_t kc,
                                  _MM_HINT_T0);
                     continue;
                 }
-                for (int64_t x = 0; x < kc; x += 8)
-                    _mm_prefetch((const char *)(pa + x), _MM_HINT_T0);
-                _mm_prefetch((const char *)(pa + kc - 1), _MM_HINT_T0);
+                prefetch_lines(pa, kc);
             }
         for (int64_t q = 0; q < nq; q++) {
-        const double *bq = b + q * w;
-        double *cr = c + m * scm + q * w;
-        if (pfb) {
-            /* Row block i of nblk prefetches its share of the next
-             * slice's rows of this chunk into L2 (all blocks together:
-             * the whole slice, spread over the slice's computation). */
-            int64_t i = m / mrow;
-            const double *pf = pfb + q * w;
-            for (int64_t k = kc * i / nblk; k < kc * (i + 1) / nblk; k++) {
-                for (int64_t x = 0; x < w; x += 8)
-                    _mm_prefetch((const char *)(pf + k * sbk + x),
+            const double *bq = b + q * w;
+            double *cr = c + m * scm + q * w;
+            if (pfb) {
+                /* Row block i of nblk prefetches its share of the next
+                 * slice's rows of this chunk into L2 (all blocks together:
+                 * the whole slice, spread over the slice's computation). */
+                int64_t i = m / mrow;
+                const double *pf = pfb + q * w;
+                for (int64_t k = kc * i / nblk; k < kc * (i + 1) / nblk;
+                     k++) {
+                    for (int64_t x = 0; x < w; x += 8)
+                        _mm_prefetch((const char *)(pf + k * sbk + x),
+                                     _MM_HINT_T1);
+                    _mm_prefetch((const char *)(pf + k * sbk + w - 1),
                                  _MM_HINT_T1);
-                _mm_prefetch((const char *)(pf + k * sbk + w - 1),
-                             _MM_HINT_T1);
+                }
             }
+            gemm_block_any(kc, ar, sam, sak, aoff, bq, sbk, boff, cr, scm, tail,
+                           mask, add, mr, nv, w < 4, tab);
         }
-#define EB_BLK(MR, NV, MASKED) \
-    eb_kern_gemm_block_avx2(kc, ar, sam, sak, aoff, bq, sbk, boff, cr, scm, \
-                            tail, mask, add, MR, NV, MASKED, tab)
-#define EB_BLK_NV(MR) \
-    switch (w < 4 ? 0 : nv) { \
-    case 0: EB_BLK(MR, 1, 1); break; \
-    case 1: EB_BLK(MR, 1, 0); break; \
-    case 2: EB_BLK(MR, 2, 0); break; \
-    case 3: EB_BLK(MR, 3, 0); break; \
-    default: EB_BLK(MR, 4, 0); break; \
-    }
-        switch (mr) {
-        case 4: EB_BLK_NV(4) break;
-        case 3: EB_BLK_NV(3) break;
-        case 2: EB_BLK_NV(2) break;
-        default: EB_BLK_NV(1) break;
-        }
-        }
-#undef EB_BLK_NV
-#undef EB_BLK
     }
 }
 
@@ -575,22 +598,24 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
              * stalled every slice, and prefetching them all at once
              * evicted the slice being computed (str_mps's 19 x 19 x (105
              * x 19), B from memory: docs/bench.md). */
-            int64_t nk1 = k1b < k->K1 ? (k1b + k1step < k->K1 ? k1step
-                                                              : k->K1 - k1b)
-                                      : 0;
-            int64_t nx0 = k->K1 > 1 ? 0 : x0 + xstep;
-            int64_t nlen = k->K1 > 1 ? len
-                                     : (nx0 < K ? (K - nx0 < xstep ? K - nx0
-                                                                   : xstep)
-                                                : 0);
-            if (k->K1 == 1)
+            /* The next slice: rows [k1b, k1b + nk1) of a two-level K,
+             * else the run of nlen from x0 + xstep (nk1 1, or 0: none). */
+            int64_t nk1, nlen, offa, offb;
+            if (k->K1 > 1) {
+                nk1 = k->K1 - k1b < k1step ? k->K1 - k1b : k1step;
+                nlen = len;
+                offa = k1b * k->sak1;
+                offb = k1b * k->sbk1;
+            } else {
+                offa = offb = x0 + xstep;
+                nlen = K - offa < xstep ? K - offa : xstep;
+                nlen = nlen > 0 ? nlen : 0;
                 nk1 = nlen > 0;
+            }
             int64_t nb = (M + 2) / 3 * ((N + 3) / 4);
             pf_cursor pa, pb;
-            pf_start(&pa, a + (k->K1 > 1 ? k1b * k->sak1 : nx0), nk1,
-                     k->sak1, M, sam, nlen);
-            pf_start(&pb, b + (k->K1 > 1 ? k1b * k->sbk1 : nx0), nk1,
-                     k->sbk1, N, sbn, nlen);
+            pf_start(&pa, a + offa, nk1, k->sak1, M, sam, nlen);
+            pf_start(&pb, b + offb, nk1, k->sbk1, N, sbn, nlen);
             int64_t pera = nlen > 0 ? nk1 * M * (nlen / 8 + 2) / nb + 1 : 0;
             int64_t perb = nlen > 0 ? nk1 * N * (nlen / 8 + 2) / nb + 1 : 0;
             if (M < N)
@@ -910,38 +935,16 @@ eb_kern_gemm_wrows_avx2(int64_t M, int64_t N, int64_t K, int64_t W,
         for (int64_t w0 = 0; w0 < W; w0 += sub) {
             int64_t wn = W - w0 < sub ? W - w0 : sub;
             if (w0 + sub < W)
-                for (int64_t i = 0; i < R; i++) {
-                    for (int64_t x = sub; x < 2 * sub; x += 8)
-                        _mm_prefetch((const char *)(rows[i] + x),
-                                     _MM_HINT_T0);
-                    _mm_prefetch((const char *)(rows[i] + 2 * sub - 1),
-                                 _MM_HINT_T0);
-                }
+                for (int64_t i = 0; i < R; i++)
+                    prefetch_lines(rows[i] + sub, sub);
             wrows_pack(rows, R, wn, pack);
             for (int64_t i = 0; i < R; i++)
                 rows[i] += wn;
             for (int64_t w = 0; w < wn; w++) {
                 const double *ar = pack + w * R, *bw = b + (w0 + w) * sbw;
                 double *cr = c + m * scm + (w0 + w) * scw;
-#define EB_WBLK(MR, NV, MASKED) \
-    eb_kern_gemm_block_avx2(K, ar, K, 1, NULL, bw, sbk, NULL, cr, scm, \
-                            tail, mask, 0, MR, NV, MASKED, 0)
-#define EB_WBLK_NV(MR) \
-    switch (N < 4 ? 0 : nv) { \
-    case 0: EB_WBLK(MR, 1, 1); break; \
-    case 1: EB_WBLK(MR, 1, 0); break; \
-    case 2: EB_WBLK(MR, 2, 0); break; \
-    case 3: EB_WBLK(MR, 3, 0); break; \
-    default: EB_WBLK(MR, 4, 0); break; \
-    }
-                switch (mr) {
-                case 4: EB_WBLK_NV(4) break;
-                case 3: EB_WBLK_NV(3) break;
-                case 2: EB_WBLK_NV(2) break;
-                default: EB_WBLK_NV(1) break;
-                }
-#undef EB_WBLK_NV
-#undef EB_WBLK
+                gemm_block_any(K, ar, K, 1, NULL, bw, sbk, NULL, cr, scm, tail,
+                               mask, 0, mr, nv, N < 4, 0);
             }
         }
     }

@@ -507,6 +507,13 @@ static void test_random(void)
     EB_CHECK(tested >= 500, "only %d random cases built", tested);
 }
 
+/* The next of a seeded sequence, uniform in [-0.5, 0.5). */
+static double rand_unit(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005ULL + 1;
+    return (double)(*seed >> 40) / 16777216.0 - 0.5;
+}
+
 /* eb_kern_small_gemm(M, N, K (K1 blocks)) against a plain double loop:
  * A's rows padded (sam = total + 3); B row-major with padded rows (N + 5
  * apart, k1 blocks of K rows) or, with bcols, column-major with padded
@@ -530,11 +537,9 @@ static void check_gemm_layout(int64_t M, int64_t N, int64_t K, int64_t K1,
         return;
     }
     for (int64_t i = 0; i < M * sam; i++)
-        a[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
-                   16777216.0 - 0.5;
+        a[i] = rand_unit(seed);
     for (int64_t i = 0; i < total * sbk + N * sbn; i++)
-        b[i] = (double)((*seed = *seed * 6364136223846793005ULL + 1) >> 40) /
-                   16777216.0 - 0.5;
+        b[i] = rand_unit(seed);
     /* k = k1 K + kk: A's k1 blocks K apart, B's K rows (or elements)
      * apart. */
     eb_gemm_k k = {K1, K, 1, K * sbk, sbk};
@@ -605,6 +610,58 @@ static void test_row_chunks(void)
  * W sbw + 5), C[m][w][n] (scw = N + 1, scm = W scw + 2): row blocks of 1
  * to 4 rows and their tails, N of 1 to 16 (masked, shifted last
  * vectors), K of 1, 12 and 128, W below, at and past the pack's 16. */
+/* One shape of test_wrows: 1 right, 0 wrong (reported), -1 no memory. */
+static int check_wrows(int64_t M, int64_t N, int64_t K, int64_t W,
+                       uint64_t *seed)
+{
+    int64_t sak = W + 3, sam = K * sak + 1;
+    int64_t sbw = N + 2, sbk = W * sbw + 5;
+    int64_t scw = N + 1, scm = W * scw + 2;
+    size_t na = (size_t)(M * sam), nb = (size_t)(K * sbk);
+    size_t nc = (size_t)(M * scm);
+    double *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+    double *c = malloc(nc * sizeof *c);
+    if (!a || !b || !c) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(c);
+        return -1;
+    }
+    for (size_t x = 0; x < na; x++)
+        a[x] = rand_unit(seed);
+    for (size_t x = 0; x < nb; x++)
+        b[x] = rand_unit(seed);
+    for (size_t x = 0; x < nc; x++)
+        c[x] = 7.0; /* padding must stay */
+    eb_kern_gemm_wrows(M, N, K, W, a, sam, sak, b, sbk, sbw, c, scm, scw);
+    double worst = 0;
+    int pad = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t w = 0; w < W; w++) {
+            for (int64_t n = 0; n < N; n++) {
+                double ref = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double x = a[m * sam + k * sak + w] *
+                               b[k * sbk + w * sbw + n];
+                    ref += x;
+                    mag += fabs(x);
+                }
+                double e = fabs(c[m * scm + w * scw + n] - ref) /
+                           (mag > 0 ? mag : 1);
+                worst = e > worst ? e : worst;
+            }
+            pad |= c[m * scm + w * scw + N] != 7.0;
+        }
+    free(a);
+    free(b);
+    free(c);
+    if (worst <= 1e-13 && !pad)
+        return 1;
+    EB_CHECK(0, "wrows %lld x %lld x %lld, W %lld: relative error %g, "
+             "padding %s", (long long)M, (long long)N, (long long)K,
+             (long long)W, worst, pad ? "written" : "kept");
+    return 0;
+}
+
 static void test_wrows(void)
 {
     static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 13};
@@ -618,60 +675,11 @@ static void test_wrows(void)
                 for (size_t u = 0; u < sizeof Ws / sizeof Ws[0]; u++) {
                     if ((N + (int64_t)i + (int64_t)u) % 3 && Ks[t] == 128)
                         continue; /* a third of the long-K shapes */
-                    int64_t M = Ms[i], K = Ks[t], W = Ws[u];
-                    int64_t sak = W + 3, sam = K * sak + 1;
-                    int64_t sbw = N + 2, sbk = W * sbw + 5;
-                    int64_t scw = N + 1, scm = W * scw + 2;
-                    size_t na = (size_t)(M * sam), nb = (size_t)(K * sbk);
-                    size_t nc = (size_t)(M * scm);
-                    double *a = malloc(na * sizeof *a);
-                    double *b = malloc(nb * sizeof *b);
-                    double *c = malloc(nc * sizeof *c);
-                    if (!a || !b || !c) {
-                        EB_CHECK(0, "out of memory");
-                        free(a), free(b), free(c);
+                    int r = check_wrows(Ms[i], N, Ks[t], Ws[u], &seed);
+                    if (r < 0)
                         return;
-                    }
-                    for (size_t x = 0; x < na; x++)
-                        a[x] = (double)((seed = seed * 6364136223846793005ULL +
-                                                1) >> 40) / 16777216.0 - 0.5;
-                    for (size_t x = 0; x < nb; x++)
-                        b[x] = (double)((seed = seed * 6364136223846793005ULL +
-                                                1) >> 40) / 16777216.0 - 0.5;
-                    for (size_t x = 0; x < nc; x++)
-                        c[x] = 7.0; /* padding must stay */
-                    eb_kern_gemm_wrows(M, N, K, W, a, sam, sak, b, sbk, sbw,
-                                       c, scm, scw);
-                    double worst = 0;
-                    int pad = 0;
-                    for (int64_t m = 0; m < M; m++)
-                        for (int64_t w = 0; w < W; w++) {
-                            for (int64_t n = 0; n < N; n++) {
-                                double ref = 0, mag = 0;
-                                for (int64_t k = 0; k < K; k++) {
-                                    double x = a[m * sam + k * sak + w] *
-                                               b[k * sbk + w * sbw + n];
-                                    ref += x;
-                                    mag += fabs(x);
-                                }
-                                double e = fabs(c[m * scm + w * scw + n] - ref) /
-                                           (mag > 0 ? mag : 1);
-                                worst = e > worst ? e : worst;
-                            }
-                            pad |= c[m * scm + w * scw + N] != 7.0;
-                        }
                     shapes++;
-                    if (worst > 1e-13 || pad) {
-                        bad++;
-                        EB_CHECK(0, "wrows %lld x %lld x %lld, W %lld: "
-                                 "relative error %g, padding %s",
-                                 (long long)M, (long long)N, (long long)K,
-                                 (long long)W, worst,
-                                 pad ? "written" : "kept");
-                    }
-                    free(a);
-                    free(b);
-                    free(c);
+                    bad += !r;
                 }
     EB_CHECK(bad == 0 && shapes > 500, "wrows: %lld of %lld shapes wrong",
              (long long)bad, (long long)shapes);
