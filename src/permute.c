@@ -837,13 +837,44 @@ runs_body(int64_t nq, const int64_t *oq, int64_t no, const char *x,
             elem(k, out + (oq[q] + o) * es, x + o * sx + q * es, NULL);
 }
 
+/* A RUNS tile repeated nrep times (at offsets ro[e] in out, rx[e] in x).
+ * A tile of one v x v block (lm's 4 x 4 blocks of (l, C) in runs of 16)
+ * keeps its places in out in registers and loops over the repeats alone:
+ * through runs_body per repeat, its loops' bookkeeping cost several
+ * times the block's 12 loads and shuffles and 4 stores. */
+__attribute__((target("avx2"), always_inline)) static inline void
+runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rx, int64_t nq,
+              const int64_t *oq, int64_t no, const char *x, int64_t sx,
+              char *out, const int k)
+{
+    const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
+    if (nq == v && no == v) {
+        int64_t oc[8];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < v; c++)
+            oc[c] = oq[c] * es;
+        for (int64_t e = 0; e < nrep; e++) {
+            __m256d r[8];
+            vload_t(k, x + rx[e] * es, sx * es, r);
+            char *w = out + ro[e] * es;
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < v; c++)
+                _mm256_storeu_pd((double *)(w + oc[c]), r[c]);
+        }
+        return;
+    }
+    for (int64_t e = 0; e < nrep; e++)
+        runs_body(nq, oq, no, x + rx[e] * es, sx, out + ro[e] * es, k);
+}
+
 /* The vector kernels of each kind, called through tables by kind. */
 typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
                     int64_t s1, char *out);
 typedef void tile_fn(int64_t ni, int64_t no, const char *xt, int64_t st,
                      const char *xo, int64_t xi, int64_t xs, char *out,
                      int64_t oi);
-typedef void runs_fn(int64_t nq, const int64_t *oq, int64_t no,
+typedef void runs_fn(int64_t nrep, const int64_t *ro, const int64_t *rx,
+                     int64_t nq, const int64_t *oq, int64_t no,
                      const char *x, int64_t sx, char *out);
 
 #define EB_VEC_KERNELS(K)                                                   \
@@ -877,10 +908,11 @@ EB_VEC_KERNELS(K_MC128)
 
 #define EB_RUNS_KERNEL(K)                                                   \
     __attribute__((target("avx2"))) static void eb_kern_perm_runs_avx2_##K( \
-        int64_t nq, const int64_t *oq, int64_t no, const char *x,           \
-        int64_t sx, char *out)                                              \
+        int64_t nrep, const int64_t *ro, const int64_t *rx, int64_t nq,     \
+        const int64_t *oq, int64_t no, const char *x, int64_t sx,           \
+        char *out)                                                          \
     {                                                                       \
-        runs_body(nq, oq, no, x, sx, out, K);                               \
+        runs_rep_body(nrep, ro, rx, nq, oq, no, x, sx, out, K);             \
     }
 EB_RUNS_KERNEL(K_CP4)
 EB_RUNS_KERNEL(K_CP8)
@@ -1056,9 +1088,8 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                 nq = run_offsets(p, ext, oq);
                 qext = ext[lr];
             }
-            for (int64_t e = 0; e < nrep; e++)
-                runs_fns[k](nq, oq, ext[last], a + ro[1][e] * es,
-                            p->stride[1][last], w + ro[0][e] * es);
+            runs_fns[k](nrep, ro[0], ro[1], nq, oq, ext[last], a,
+                        p->stride[1][last], w);
         } else if (tile4)
             for (int64_t e = 0; e < nrep; e++) {
                 const char *ra = a + ro[1][e] * es, *rb = b + ro[2][e] * es;

@@ -372,6 +372,12 @@ static void test_runs(eb_team *team)
         /* shared innermost 2: pairs moved as one element (float64: 16
          * bytes, float32: 8), then a run of 2 x 3 against out's 16 */
         {5, {5, 2, 3, 16, 2}, {0, 3, 2, 1, 4}, 4 | 8},
+        /* tiles of one vector's block (a run of 4 doubles, 8 floats or
+         * 2 complex128 against out's innermost of as many) repeated over
+         * out's next dim: lm's (l, C) blocks of 4 x 4 */
+        {4, {7, 4, 5, 4}, {2, 0, 3, 1}, 8},
+        {4, {3, 8, 5, 8}, {2, 0, 3, 1}, 4},
+        {4, {7, 2, 5, 2}, {2, 0, 3, 1}, 16},
         /* rank 8, every dim short, x0 reversed */
         {8, {3, 2, 3, 2, 5, 2, 3, 9}, {7, 6, 5, 4, 3, 2, 1, 0}, 4 | 8 | 16},
     };
