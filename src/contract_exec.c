@@ -653,6 +653,16 @@ static void bp_part(void *arg, int part, int nparts)
         int64_t len = p->bp_size - i0 < p->bp_len ? p->bp_size - i0 : p->bp_len;
         eb_kern_xform(len == p->bp_len ? &p->xf[0] : &j->last,
                       j->a + i0 * p->bp_in, blk, NULL);
+        /* The next block's lines of A come into L2 while this one's
+         * product computes from L2 (A's runs are far apart: lm's 16 runs
+         * of 8 KiB per block). */
+        if (t + 1 < hi) {
+            int64_t i1 = i0 + p->bp_len;
+            const eb_xform *nx =
+                p->bp_size - i1 < p->bp_len ? &j->last : &p->xf[0];
+            if (nx->planned)
+                eb_perm_prefetch(&nx->perm, j->a + i1 * p->bp_in);
+        }
         small_gemm(p, len * p->bp_rows, p->N, blk, j->b,
                    j->c + i0 * p->bp_rows * p->scm);
     }
