@@ -89,6 +89,19 @@ enum { ROW_BLOCK_BYTES = 32768 };
 #define STREAM_MIN_TOUCHED (48.0 * 1024 * 1024)
 #endif
 
+/* GENERIC copies with outputs as large write out's runs in a tile with
+ * non-temporal element stores when a run holds at least this many bytes
+ * (whole lines for the write combining, the run's partial end lines a
+ * small part): gm_queen's eager preparation of 129 M elements (16 dims
+ * of 3, out runs of 33 elements), scratch program, best of 4, 4
+ * alternating rounds: 341-393 -> 244-315 ms. Multiplies did not gain:
+ * gm_queen's by a transpose (the vector table) ran slower through the
+ * streamed scalar table (57-62 -> 101-121 ms), its outer product of 43 M
+ * elements no faster. */
+#ifndef GENERIC_STREAM_RUN_BYTES
+#define GENERIC_STREAM_RUN_BYTES 128
+#endif
+
 /* Below this many bytes written a job stays on one thread (waking the
  * team costs microseconds): 64 Ki doubles. */
 enum { PERM_PARALLEL_MIN_BYTES = 1 << 19 };
@@ -431,6 +444,16 @@ static int choose_split(const eb_perm *p)
     return best;
 }
 
+/* Elements of a tile's run along out: its innermost dims while each
+ * one's stride is the product of the blocks inside it. */
+static int64_t out_run(const eb_perm *p)
+{
+    int64_t run = 1;
+    for (int d = p->rank - 1; d >= 0 && p->stride[0][d] == run; d--)
+        run *= p->block[d];
+    return run;
+}
+
 void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
                      const int64_t *out_stride, const int64_t *x0_stride,
                      const int64_t *x1_stride)
@@ -454,11 +477,13 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     }
     choose_mode(p);
     p->split = choose_split(p);
-    p->stream = p->mode == EB_PERM_ROW &&
-                p->shape[p->rank - 1] >= elems_of(p, STREAM_MIN_ROW_BYTES) &&
-                ((double)p->elems * p->es >
-                     STREAM_MIN_BYTES ||
-                 eb_perm_bytes(p) >= STREAM_MIN_TOUCHED);
+    int big = (double)p->elems * p->es > STREAM_MIN_BYTES ||
+              eb_perm_bytes(p) >= STREAM_MIN_TOUCHED;
+    p->stream = big && ((p->mode == EB_PERM_ROW &&
+                         p->shape[p->rank - 1] >=
+                             elems_of(p, STREAM_MIN_ROW_BYTES)) ||
+                        (p->mode == EB_PERM_GENERIC && p->nsrc == 1 &&
+                         out_run(p) * p->es >= GENERIC_STREAM_RUN_BYTES));
 }
 
 void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
@@ -569,6 +594,26 @@ elem(const int k, char *o, const char *a, const char *b)
         break;
     }
     }
+}
+
+/* elem with a non-temporal store of the result (movnti: any alignment,
+ * baseline x86-64, no vector unit needed). */
+__attribute__((always_inline)) static inline void
+elem_nt(const int k, char *o, const char *a, const char *b)
+{
+    char r[16];
+    elem(k, r, a, b);
+    if (KIND_ES(k) == 4) {
+        int v;
+        memcpy(&v, r, 4);
+        _mm_stream_si32((int *)o, v);
+        return;
+    }
+    long long v[2];
+    memcpy(v, r, (size_t)KIND_ES(k));
+    _mm_stream_si64((long long *)o, v[0]);
+    if (KIND_ES(k) == 16)
+        _mm_stream_si64((long long *)o + 1, v[1]);
 }
 
 /* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
@@ -1153,10 +1198,22 @@ static int table_contiguous(const int32_t *t, int s, int n, int orun)
  * in eight (they run along out's lines in the table's order). */
 __attribute__((always_inline)) static inline void
 perm_table(int n, const int32_t *t, const char *x0, const char *x1,
-           char *out, const int k, const int64_t *pf)
+           char *out, const int k, const int64_t *pf, int stream)
 {
     const int64_t es = KIND_ES(k);
     const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
+    if (stream) {
+        /* (Only large outputs stream: always with prefetches.) */
+        const char *p0 = x0 + (pf ? pf[1] : 0) * es,
+                   *p1 = x1 + (pf ? pf[2] : 0) * es;
+        for (int e = 0; e < n; e++) {
+            __builtin_prefetch(p0 + t0[e] * es);
+            if ((e & 7) == 0)
+                __builtin_prefetch(p1 + t1[e] * es);
+            elem_nt(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
+        }
+        return;
+    }
     if (!pf) {
         for (int e = 0; e < n; e++)
             elem(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
@@ -1254,7 +1311,8 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         if (ntab && full && vt)
             vt(ntab, orun, table, a, b, w, pf ? pfd : NULL, c0, c1);
         else if (ntab && full)
-            perm_table(ntab, table, a, b, w, k, pf ? pfd : NULL);
+            perm_table(ntab, table, a, b, w, k, pf ? pfd : NULL,
+                       p->stream);
         else if (row)
             for (int64_t e = 0; e < nrep; e++)
                 row_fns[p->stream][k](ext[last], a + ro[1][e] * es,
@@ -1296,7 +1354,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         if (q < 0)
             break;
     }
-    if (p->stream && avx2)
+    if (p->stream && (avx2 || ntab))
         _mm_sfence(); /* streamed stores visible before the part ends */
 }
 

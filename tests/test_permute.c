@@ -81,7 +81,7 @@ static int64_t strides_in_order(int r, const int64_t *shape, const int *ord,
 
 /* out over `shape` (box dims 0..r-1) compact in dim order oord; sources
  * laid out by their strides; scalar: 1 = scalar kernels, 2 = streamed
- * rows. Returns 1 when the engine agrees with the
+ * rows and GENERIC copies (3: both). Returns 1 when the engine agrees with the
  * naive loop exactly (a permutation and one multiply are exact). */
 static eb_dtype cur_dt; /* the dtype run_case runs in */
 
@@ -119,8 +119,9 @@ static int run_case(int r, const int64_t *shape, const int *oord,
     eb_perm p;
     eb_perm_plan_dt(&p, dt, r, shape, so, s0, s1);
     p.scalar = scalar & 1;
-    if (scalar & 2) /* non-temporal stores on a row too small to get them */
-        p.stream = p.mode == EB_PERM_ROW;
+    if (scalar & 2) /* non-temporal stores on arrays too small for them */
+        p.stream = p.mode == EB_PERM_ROW ||
+                   (p.mode == EB_PERM_GENERIC && p.nsrc == 1);
     eb_perm_exec(&p, x0, x1, out, team);
     int ok = memcmp(out, ref, (size_t)n * es + 1) == 0;
     free(x0);
@@ -317,6 +318,26 @@ static void test_modes_dt(eb_dtype dt)
     eb_perm_plan_dt(&p, dt, 1, &copy, &one, &one, NULL);
     EB_CHECK(p.stream == 1, "%s: a 32 MiB copy streams (stream %d)",
              eb_dtype_name(dt), p.stream);
+    /* A GENERIC copy (15 dims of 3 reversed: 57 MiB or more in every
+     * dtype; complex128's 3 elements make RUNS tiles) streams its runs
+     * along out; a multiply of the same layouts does not. */
+    int64_t threes[15], rev[15], nat[15], q = 1;
+    for (int d = 14; d >= 0; d--) {
+        threes[d] = 3;
+        nat[d] = q;
+        q *= 3;
+    }
+    for (int d = 0; d < 15; d++)
+        rev[d] = nat[14 - d];
+    eb_perm_plan_dt(&p, dt, 15, threes, nat, rev, NULL);
+    EB_CHECK((p.mode == EB_PERM_GENERIC || es == 16) &&
+                 p.stream == (p.mode == EB_PERM_GENERIC),
+             "%s: a large GENERIC copy streams (mode %d stream %d)",
+             eb_dtype_name(dt), p.mode, p.stream);
+    eb_perm_plan_dt(&p, dt, 15, threes, nat, rev, nat);
+    EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 0,
+             "%s: a large GENERIC multiply does not stream (mode %d "
+             "stream %d)", eb_dtype_name(dt), p.mode, p.stream);
 }
 
 /* TILE4 multiplies: out row-major, x0 transposed (the tile's source),
@@ -634,6 +655,14 @@ int main(void)
             test_two_sources(r, 10, two, 0);
         }
         test_one_source(4, two, 0);
+        /* GENERIC copies with non-temporal stores (forced: the rule
+         * takes outputs past the last-level cache), vector and scalar
+         * kernels, one and two threads. */
+        for (int r = 3; r <= 6; r++) {
+            test_one_source(r, NULL, 2);
+            test_one_source(r, NULL, 3);
+        }
+        test_one_source(5, two, 2);
         test_large(NULL);
         test_large(two);
         test_reduce(cur_dt);
