@@ -1015,6 +1015,24 @@ table_load4(const char *src, const int32_t *i, const int contiguous)
     return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
 }
 
+/* Prefetch a source's 4 float64 elements at the table offsets i[0..3]
+ * (a line ahead's tile: p is the next tile's origin): each one where they
+ * are scattered, else the first one at a line's start (line). No loop:
+ * GCC 12 at -O2 deleted a prefetch-only helper's loop (prefetch_lines in
+ * kernels.c). */
+__attribute__((always_inline)) static inline void
+table_prefetch4(const char *p, const int32_t *i, int scattered, int line)
+{
+    if (scattered) {
+        __builtin_prefetch(p + (int64_t)i[0] * 8);
+        __builtin_prefetch(p + (int64_t)i[1] * 8);
+        __builtin_prefetch(p + (int64_t)i[2] * 8);
+        __builtin_prefetch(p + (int64_t)i[3] * 8);
+    } else if (line) {
+        __builtin_prefetch(p + (int64_t)i[0] * 8);
+    }
+}
+
 /* A full GENERIC tile of a float64 multiply from its table whose out
  * offsets run on without a gap for orun entries at a time (out's
  * innermost tile dims): each run is stored in vectors of 4, each source
@@ -1049,22 +1067,8 @@ vtable_body(int n, int orun, const int32_t *t, const char *x0,
                  * scattered, one in eight where they run on with out's
                  * (a line), and out's one in eight. */
                 int line = (e & 7) < 4;
-                if (!c0) {
-                    __builtin_prefetch(p0 + (int64_t)t0[e] * 8);
-                    __builtin_prefetch(p0 + (int64_t)t0[e + 1] * 8);
-                    __builtin_prefetch(p0 + (int64_t)t0[e + 2] * 8);
-                    __builtin_prefetch(p0 + (int64_t)t0[e + 3] * 8);
-                } else if (line) {
-                    __builtin_prefetch(p0 + (int64_t)t0[e] * 8);
-                }
-                if (!c1) {
-                    __builtin_prefetch(p1 + (int64_t)t1[e] * 8);
-                    __builtin_prefetch(p1 + (int64_t)t1[e + 1] * 8);
-                    __builtin_prefetch(p1 + (int64_t)t1[e + 2] * 8);
-                    __builtin_prefetch(p1 + (int64_t)t1[e + 3] * 8);
-                } else if (line) {
-                    __builtin_prefetch(p1 + (int64_t)t1[e] * 8);
-                }
+                table_prefetch4(p0, t0 + e, !c0, line);
+                table_prefetch4(p1, t1 + e, !c1, line);
                 if (line)
                     __builtin_prefetch(po + (int64_t)to[e] * 8, 1);
             }
