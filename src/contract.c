@@ -495,12 +495,15 @@ static void vec_group(const group *g, const axes *x0, const axes *x1,
  * Without it such a step either permutes both operands (2 (M + N) K
  * elements per batch element moved, against M N K multiply-adds) or runs
  * one small GEMM per batch element with every load on another cache line.
- * Returns 1 when the plan took this form.
+ * w: that batch label (its strides not checked), or -1 for the first
+ * whose strides in both operands are 1 to max_sw. Returns 1 when the plan
+ * took this form.
  */
-static int plan_vec(const axes *ax, const group *gb, const group *gm,
-                    const group *gk, const group *gn, const int *nsum,
-                    const int *keep, int nkeep, int fixed_order,
-                    const int64_t *label_size, int64_t max_sw, eb_plan *p)
+static int plan_vec_w(const axes *ax, const group *gb, const group *gm,
+                      const group *gk, const group *gn, const int *nsum,
+                      const int *keep, int nkeep, int fixed_order,
+                      const int64_t *label_size, int64_t max_sw, int w,
+                      eb_plan *p)
 {
     if (p->dt != EB_F64 || (p->kind != EB_KIND_SMALL_GEMM &&
                              p->kind != EB_KIND_GEMM &&
@@ -509,7 +512,6 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     if (nsum[0] || nsum[1] || p->M > EB_VEC_MAX_DIM || p->N > EB_VEC_MAX_DIM ||
         p->K > EB_VEC_MAX_DIM || p->M * p->N * p->K > VEC_MAX_MNK)
         return 0;
-    int w = -1;
     for (int q = 0; q < gb->n && w < 0; q++) {
         int64_t s0 = stride_of(&ax[0], gb->id[q]),
                 s1 = stride_of(&ax[1], gb->id[q]);
@@ -564,6 +566,17 @@ static int plan_vec(const axes *ax, const group *gb, const group *gm,
     vec_group(gn, &ax[1], &c, label_size, p, 1);
     vec_group(gk, &ax[0], &ax[1], label_size, p, 2);
     return 1;
+}
+
+/* plan_vec_w with w picked there: the first batch label of at least
+ * VEC_MIN_W elements whose strides in both operands are 1 to max_sw. */
+static int plan_vec(const axes *ax, const group *gb, const group *gm,
+                    const group *gk, const group *gn, const int *nsum,
+                    const int *keep, int nkeep, int fixed_order,
+                    const int64_t *label_size, int64_t max_sw, eb_plan *p)
+{
+    return plan_vec_w(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                      label_size, max_sw, -1, p);
 }
 
 /* Matrices of at most this many multiply-adds per batch element may take
@@ -756,6 +769,96 @@ static int plan_vec_gather(const axes *ax, const group *gb, const group *gm,
     if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
                   label_size, VEC_GATHER_SW, &q))
         return 0; /* not reached: w qualifies */
+    q.flops = p->flops;
+    *p = q;
+    return 1;
+}
+
+/* Does operand x hold, for each element of w, the rows of its vector-batch
+ * pack (g1 outer, g2 inner, each row-major in its group's order: see
+ * vec_group) as one compact run in that order, with every other label
+ * outside it? Then a pack block reads each line whole and in storage
+ * order, however far apart w's elements are. The inner group must give
+ * the pack four adjacent rows at a time (eb_kern_vec_pack: loads of 4
+ * transposed in registers, not gathers): a multiple of 4, or a single
+ * row with the outer group a multiple of 4. */
+static int vec_pack_compact(const axes *x, int w, const group *g1,
+                            const group *g2, const int64_t *label_size)
+{
+    const group *gs[2] = {g2, g1};
+    int64_t span = 1, n[2] = {1, 1};
+    for (int s = 0; s < 2; s++)
+        for (int q = gs[s]->n - 1; q >= 0; q--) {
+            int l = gs[s]->id[q];
+            if (stride_of(x, l) != span)
+                return 0;
+            span *= label_size[l];
+            n[s] *= label_size[l];
+        }
+    for (int q = 0; q < x->n; q++)
+        if (x->stride[q] < span && find(g1->id, g1->n, x->id[q]) < 0 &&
+            find(g2->id, g2->n, x->id[q]) < 0)
+            return 0;
+    return stride_of(x, w) >= span &&
+           (n[0] % 4 == 0 || (n[0] == 1 && n[1] % 4 == 0));
+}
+
+/*
+ * The vector-batch form where a batch label w of at least VEC_MIN_W has
+ * unit stride in the output (trace's desired order or eager's) and not in
+ * the operands, each of which holds its pack's rows for one element of w
+ * as a compact run (vec_pack_compact): the packs read w at its stride
+ * from whole lines, and C is stored in vectors along w. Taken in place of
+ * a small GEMM per batch element that writes C, strided both ways,
+ * through a tile scattered element by element w's elements apart, with
+ * nothing prepared (lm brackets' 0ÃÎß,0ßÄ->ÄÃÎ0, 1996 x (16 x 4 x 4):
+ * 1744 instructions per batch element, 553 so), for products of at most
+ * VEC_OUT_MAX_MNK multiply-adds: lm's 1100 x (12 x 12 x 12) ran faster
+ * alone so (0.57 -> 0.35 ms) but slower in its network (0.65 -> 0.81 ms,
+ * its packs of 147 KiB against 40 for the brackets' steps), docs/bench.md.
+ * Replaces p and returns 1 when taken.
+ */
+enum { VEC_OUT_MAX_MNK = 512 };
+
+static int plan_vec_out(const axes *ax, const group *gb, const group *gm,
+                        const group *gk, const group *gn, const int *nsum,
+                        const int *keep, int nkeep, int fixed_order,
+                        const int64_t *label_size, eb_plan *p)
+{
+    if (!fixed_order || p->dt != EB_F64 || p->kind != EB_KIND_SMALL_GEMM ||
+        p->scm == 1 || p->scn == 1 || p->prep[0] || p->prep[1] || p->post ||
+        nsum[0] || nsum[1] || p->M * p->N * p->K > VEC_OUT_MAX_MNK)
+        return 0;
+    /* The output's strides in the required order. */
+    group all = {0};
+    for (int k = 0; k < nkeep; k++)
+        if (label_size[keep[k]] > 1)
+            all.id[all.n++] = keep[k];
+    const group *one[1] = {&all};
+    axes c;
+    compact_axes(one, 1, label_size, &c);
+    int w = -1;
+    for (int q = 0; q < gb->n && w < 0; q++) {
+        int l = gb->id[q];
+        if (label_size[l] >= VEC_MIN_W && stride_of(&c, l) == 1 &&
+            stride_of(&ax[0], l) != 1 && stride_of(&ax[1], l) != 1 &&
+            vec_pack_compact(&ax[0], l, gm, gk, label_size) &&
+            vec_pack_compact(&ax[1], l, gk, gn, label_size))
+            w = l;
+    }
+    if (w < 0)
+        return 0;
+    eb_plan q = *p;
+    memset(&q, 0, offsetof(eb_plan, bshape));
+    q.dt = p->dt;
+    q.kind = p->kind;
+    q.nbatch = p->nbatch;
+    q.M = p->M;
+    q.N = p->N;
+    q.K = p->K;
+    if (!plan_vec_w(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                    label_size, 0, w, &q))
+        return 0; /* not reached: the limits are checked above */
     q.flops = p->flops;
     *p = q;
     return 1;
@@ -1350,9 +1453,11 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     if (p->bp)
         return EB_OK;
     if (!plan_vec_prep(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
-                       fixed_order, label_size, p))
-        plan_vec_gather(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
-                        fixed_order, label_size, p);
+                       fixed_order, label_size, p) &&
+        !plan_vec_gather(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep,
+                         fixed_order, label_size, p))
+        plan_vec_out(ax, &gb, &gm, &gk, &gn, nsum, keep, nkeep, fixed_order,
+                     label_size, p);
     return EB_OK;
 }
 

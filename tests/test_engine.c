@@ -195,6 +195,21 @@ static const case_t cases[] = {
     {"vJwH,pwJ->vwHp", "v=4,J=4,w=301,H=4,p=4", EB_KIND_VEC_GEMM, 0},
     {"vJwH,pwJ->vwHp", "v=2,J=3,w=45,H=5,p=3", EB_KIND_VEC_GEMM, 0},
     {"vwJH,pwJ->vwHp", "v=3,J=2,w=37,H=4,p=5", EB_KIND_SMALL_GEMM, -1},
+    /* w with unit stride in C only, each operand's pack rows compact
+     * per element of w however far apart (plan_vec_out; lm brackets'
+     * 0ÃÎß,0ßÄ->ÄÃÎ0): four adjacent rows per load from both packs,
+     * with a w tail and long enough for the threads to split; a batched
+     * GEMV (B's pack: rows k, no n: quads of rows i), another batch dim
+     * outside w; not with an inner group of 3 (gathers), w below
+     * VEC_MIN_W or products past VEC_OUT_MAX_MNK (lm's 1100 x (12 x 12 x
+     * 12) ran slower in the network so). */
+    {"bcde,bef->fcdb", "b=37,c=3,d=5,e=4,f=8", EB_KIND_VEC_GEMM, 0},
+    {"bcde,bef->fcdb", "b=301,c=2,d=3,e=8,f=4", EB_KIND_VEC_GEMM, 0},
+    {"bce,be->cb", "b=29,c=5,e=8", EB_KIND_VEC_GEMM, 0},
+    {"zbcde,zbef->zfcdb", "z=3,b=19,c=3,d=2,e=4,f=4", EB_KIND_VEC_GEMM, 0},
+    {"bcde,bef->fcdb", "b=37,c=3,d=5,e=3,f=8", EB_KIND_SMALL_GEMM, 0},
+    {"bcde,bef->fcdb", "b=7,c=3,d=5,e=4,f=8", EB_KIND_SMALL_GEMM, 0},
+    {"bcde,bef->fcdb", "b=37,c=4,d=4,e=8,f=8", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
