@@ -565,6 +565,12 @@ static int plan_vec_w(const axes *ax, const group *gb, const group *gm,
     vec_group(gm, &ax[0], &c, label_size, p, 0);
     vec_group(gn, &ax[1], &c, label_size, p, 1);
     vec_group(gk, &ax[0], &ax[1], label_size, p, 2);
+    if (eb_plan_vec_gemv(p)) {
+        /* Its scratch per part (at most EB_VEC_WBLOCK / 8 parts, each
+         * at most all of w). */
+        int64_t g = EB_VEC_WBLOCK / 8 * eb_kern_vec_gemv_scratch(p->vw, p->K);
+        p->tmp_elems = g > p->tmp_elems ? g : p->tmp_elems;
+    }
     return 1;
 }
 
@@ -1487,6 +1493,15 @@ enum {
 static int gemm_kind(eb_kind k)
 {
     return k == EB_KIND_GEMM || k == EB_KIND_SMALL_GEMM || k == EB_KIND_GEMV;
+}
+
+int eb_plan_vec_gemv(const eb_plan *p)
+{
+    if (p->kind != EB_KIND_VEC_GEMM || p->vw < EB_VEC_GEMV_MIN_W)
+        return 0;
+    if (p->M == 1 && p->vsw[1] == 1)
+        return 1;
+    return p->N == 1 && p->vsw[0] == 1 ? 2 : 0;
 }
 
 int eb_plan_wrows(const eb_plan *p)

@@ -190,6 +190,11 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
 enum { EB_WROWS_MIN_W = 8 };
 int eb_plan_wrows(const eb_plan *p);
 
+/* Does the vector-batch plan p run as eb_kern_vec_gemv (a side of C of
+ * 1, the other operand with unit stride along w, w long)? 1: M = 1, A
+ * the small operand; 2: N = 1, B the small one; 0: packed blocks. */
+int eb_plan_vec_gemv(const eb_plan *p);
+
 /* Elements a plan moves besides its kernel's own reads and writes:
  * operand preparations, blocked preparation and the output permutation. */
 int64_t eb_plan_moved(const eb_plan *p);

@@ -575,6 +575,28 @@ static void vec_part(void *arg, int part, int nparts)
     for (int d = 0; d < p->nb; d++)
         rows *= p->bshape[d];
     batch_offsets(p, p->nb, 0, idx, off);
+    int gv = eb_plan_vec_gemv(p);
+    if (gv) {
+        /* One side of C is 1: the larger operand g streamed in place,
+         * the other (s) copied per block of w (eb_kern_vec_gemv). */
+        double *scratch =
+            j->pack + part * eb_kern_vec_gemv_scratch(p->vw, p->K);
+        int sa = gv == 1; /* A is the small operand */
+        const double *s0 = sa ? j->a : j->b, *g0 = sa ? j->b : j->a;
+        const int64_t *sk = sa ? j->ak : j->bk, *gj = sa ? j->bn : j->am,
+                      *gk = sa ? j->bk : j->ak, *cj = sa ? j->cn : j->cm;
+        int64_t sfix = sa ? j->am[0] : j->bn[0], cfix = sa ? j->cm[0] : j->cn[0];
+        int64_t ssw = p->vsw[sa ? 0 : 1];
+        for (int64_t r = 0; r < rows && lo < hi; r++) {
+            eb_kern_vec_gemv(hi - lo, sa ? p->N : p->M, p->K,
+                             s0 + off[sa ? 0 : 1] + sfix + lo * ssw, sk, ssw,
+                             g0 + off[sa ? 1 : 0] + lo, gj, gk,
+                             j->c + off[2] + cfix + lo * p->vscw, cj,
+                             p->vscw, scratch);
+            batch_next(p, p->nb, idx, off);
+        }
+        return;
+    }
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t w0 = lo; w0 < hi; w0 += sub) {
             int64_t wb = hi - w0 < sub ? hi - w0 : sub;

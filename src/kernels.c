@@ -1272,6 +1272,125 @@ void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double 
     }
 }
 
+/* acc[x] = sum_k s[k][x] g[k][x] over x < n (s rows sr apart, g's at
+ * g + gk[k]), one pass per k over the run: every operand read as one
+ * stream, acc kept in L1. */
+__attribute__((target("avx2,fma"))) static void
+vec_gemv_run_avx2(int64_t n, int64_t K, const double *s, int64_t sr,
+                  const double *g, const int64_t *gk, double *acc)
+{
+    int64_t full = n / 4 * 4;
+    const double *g0 = g + gk[0];
+    for (int64_t x = 0; x < full; x += 4)
+        _mm256_storeu_pd(acc + x, _mm256_mul_pd(_mm256_loadu_pd(s + x),
+                                                _mm256_loadu_pd(g0 + x)));
+    for (int64_t x = full; x < n; x++)
+        acc[x] = s[x] * g0[x];
+    for (int64_t k = 1; k < K; k++) {
+        const double *sk = s + k * sr, *gr = g + gk[k];
+        for (int64_t x = 0; x < full; x += 4)
+            _mm256_storeu_pd(acc + x,
+                             _mm256_fmadd_pd(_mm256_loadu_pd(sk + x),
+                                             _mm256_loadu_pd(gr + x),
+                                             _mm256_loadu_pd(acc + x)));
+        for (int64_t x = full; x < n; x++)
+            acc[x] += sk[x] * gr[x];
+    }
+}
+
+/* Four runs acc[t][0 .. n) (rows EB_VEC_GEMV_W apart) into C as rows
+ * along w: element x of run t at c + x scw + t (four columns one after
+ * another), 4 x 4 blocks transposed in registers. */
+__attribute__((target("avx2"))) static void
+vec_gemv_store4_avx2(int64_t n, const double *acc, double *c, int64_t scw)
+{
+    int64_t x = 0;
+    for (; x + 4 <= n; x += 4) {
+        __m256d r[4];
+        for (int t = 0; t < 4; t++)
+            r[t] = _mm256_loadu_pd(acc + t * EB_VEC_GEMV_W + x);
+        transpose4(r);
+        for (int t = 0; t < 4; t++)
+            _mm256_storeu_pd(c + (x + t) * scw, r[t]);
+    }
+    for (; x < n; x++)
+        for (int t = 0; t < 4; t++)
+            c[x * scw + t] = acc[t * EB_VEC_GEMV_W + x];
+}
+
+int64_t eb_kern_vec_gemv_scratch(int64_t wb, int64_t K)
+{
+    /* The runs for any wb' <= wb: all of wb' where K wb' fits the span,
+     * else blocks of EB_VEC_GEMV_W. */
+    int64_t runs = K * wb <= EB_VEC_GEMV_SPAN ? K * wb
+                   : K * EB_VEC_GEMV_W > EB_VEC_GEMV_SPAN
+                       ? K * EB_VEC_GEMV_W
+                       : EB_VEC_GEMV_SPAN;
+    return 4 * EB_VEC_GEMV_W + runs;
+}
+
+void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
+                      const int64_t *sk, int64_t ssw, const double *g,
+                      const int64_t *gj, const int64_t *gk, double *c,
+                      const int64_t *cj, int64_t scw, double *scratch)
+{
+    int avx = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    double *acc = scratch, *sp = scratch + 4 * EB_VEC_GEMV_W;
+    /* The small operand's rows k as runs along w, spw apart: all of w at
+     * once where that fits EB_VEC_GEMV_SPAN, so that the columns j go
+     * outer and each row of g is read from start to end in turn. */
+    int64_t spw = K * wb <= EB_VEC_GEMV_SPAN ? wb : EB_VEC_GEMV_W;
+    for (int64_t w0 = 0; w0 < wb; w0 += spw) {
+        int64_t ns = wb - w0 < spw ? wb - w0 : spw;
+        for (int64_t k = 0; k < K; k++) {
+            const double *src = s + sk[k] + w0 * ssw;
+            double *d = sp + k * spw;
+            if (ssw == 1)
+                memcpy(d, src, (size_t)ns * sizeof(double));
+            else
+                for (int64_t x = 0; x < ns; x++)
+                    d[x] = src[x * ssw];
+        }
+        for (int64_t j0 = 0; j0 < J; j0 += 4) {
+            int64_t nj = J - j0 < 4 ? J - j0 : 4;
+            int four = avx && nj == 4 && cj[j0 + 1] == cj[j0] + 1 &&
+                       cj[j0 + 2] == cj[j0] + 2 && cj[j0 + 3] == cj[j0] + 3;
+            for (int64_t w1 = 0; w1 < ns; w1 += EB_VEC_GEMV_W) {
+                int64_t n = ns - w1 < EB_VEC_GEMV_W ? ns - w1 : EB_VEC_GEMV_W;
+                for (int64_t t = 0; t < nj; t++) {
+                    const double *gr = g + gj[j0 + t] + w0 + w1;
+                    double *a = acc + t * EB_VEC_GEMV_W;
+                    if (avx) {
+                        vec_gemv_run_avx2(n, K, sp + w1, spw, gr, gk, a);
+                        continue;
+                    }
+                    for (int64_t x = 0; x < n; x++) {
+                        double v = 0;
+                        for (int64_t k = 0; k < K; k++)
+                            v += sp[k * spw + w1 + x] * gr[gk[k] + x];
+                        a[x] = v;
+                    }
+                }
+                double *cw = c + (w0 + w1) * scw;
+                if (four) {
+                    vec_gemv_store4_avx2(n, acc, cw + cj[j0], scw);
+                    continue;
+                }
+                if (scw == 1) {
+                    for (int64_t t = 0; t < nj; t++)
+                        memcpy(cw + cj[j0 + t], acc + t * EB_VEC_GEMV_W,
+                               (size_t)n * sizeof(double));
+                    continue;
+                }
+                for (int64_t t = 0; t < nj; t++)
+                    for (int64_t x = 0; x < n; x++)
+                        cw[cj[j0 + t] + x * scw] =
+                            acc[t * EB_VEC_GEMV_W + x];
+            }
+        }
+    }
+}
+
 void eb_xform_simplify(eb_xform *x)
 {
     int r = 0;

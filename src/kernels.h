@@ -73,6 +73,29 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
                       const int64_t *oi, const int64_t *oj, int64_t wb,
                       int64_t sw, int64_t rows, double *dst);
 
+/*
+ * The vector-batch GEMM where one side of C is 1 (M = 1: C[w, n] = sum_k
+ * A[w, k] B[w, k, n]; N = 1 the same with A and B's roles swapped) and
+ * the larger operand g has unit stride along w: C[w, j] = sum_k s[k, w]
+ * g[j, k, w], j < J. Nothing of g is reused, so it is not packed: each
+ * of its rows (j, k) (at gj[j] + gk[k]) is read once, in runs of
+ * EB_VEC_GEMV_W elements of w summed into L1, the small operand's rows k
+ * (at sk[k], w at stride ssw) copied into runs (all of w where that
+ * fits EB_VEC_GEMV_SPAN doubles, else blocks). C(w, j) is at cj[j] + w
+ * scw; c, s and g point at the first w. scratch: at least
+ * eb_kern_vec_gemv_scratch(wb, K) doubles. Taken from EB_VEC_GEMV_MIN_W
+ * elements of w.
+ */
+enum { EB_VEC_GEMV_W = 512, EB_VEC_GEMV_MIN_W = 64,
+       EB_VEC_GEMV_SPAN = 32768 };
+/* Doubles of scratch eb_kern_vec_gemv needs for at most wb elements of
+ * w. */
+int64_t eb_kern_vec_gemv_scratch(int64_t wb, int64_t K);
+void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
+                      const int64_t *sk, int64_t ssw, const double *g,
+                      const int64_t *gj, const int64_t *gk, double *c,
+                      const int64_t *cj, int64_t scw, double *scratch);
+
 /* C for one block packed by eb_kern_vec_pack: pa with rows (m, k), pb
  * with rows (k, n). c points at the block's first w. */
 void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double *pa, const double *pb,

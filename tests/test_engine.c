@@ -210,6 +210,21 @@ static const case_t cases[] = {
     {"bcde,bef->fcdb", "b=37,c=3,d=5,e=3,f=8", EB_KIND_SMALL_GEMM, 0},
     {"bcde,bef->fcdb", "b=7,c=3,d=5,e=4,f=8", EB_KIND_SMALL_GEMM, 0},
     {"bcde,bef->fcdb", "b=37,c=4,d=4,e=8,f=8", EB_KIND_SMALL_GEMM, 0},
+    /* A side of C of 1 with w of at least EB_VEC_GEMV_MIN_W and unit
+     * stride in the larger operand (eb_kern_vec_gemv; lm's wu,nouw->wno):
+     * C's columns in fours transposed (w with a tail of 1), a last group
+     * of one, w innermost in C, the small operand strided along w (read
+     * in place: A's wu with u inside w, prepared: B's bj), w past one span (K w
+     * above EB_VEC_GEMV_SPAN: blocks of EB_VEC_GEMV_W), long enough for
+     * the threads to split, another batch dim outside. */
+    {"wu,nouw->wno", "w=301,u=5,n=3,o=4", EB_KIND_VEC_GEMM, 0},
+    {"wu,nouw->wno", "w=77,u=3,n=5,o=1", EB_KIND_VEC_GEMM, 0},
+    {"wu,nouw->now", "w=130,u=4,n=3,o=2", EB_KIND_VEC_GEMM, 0},
+    {"ijb,bj->ib", "i=9,j=5,b=203", EB_KIND_VEC_GEMM, 1},
+    {"uw,nouw->wno", "w=600,u=70,n=2,o=3", EB_KIND_VEC_GEMM, 0},
+    {"uw,nouw->wno", "w=2000,u=5,n=3,o=4", EB_KIND_VEC_GEMM, 0},
+    {"uw,nouw->wno", "w=2000,u=20,n=2,o=2", EB_KIND_VEC_GEMM, 0},
+    {"zuw,znouw->zwno", "z=3,w=97,u=3,n=2,o=4", EB_KIND_VEC_GEMM, 0},
     {"ijb,bjk->ikb", "i=20,j=7,k=3,b=7", EB_KIND_SMALL_GEMM, 0},
     {"ijb,bjk->ikb", "i=40,j=40,k=30,b=9", EB_KIND_GEMM, 1},
     /* Outer products along a batch dim of unit stride in C: the engine's
@@ -387,6 +402,45 @@ static void test_vec_prep_dtype(void)
         EB_CHECK(p.dt == (eb_dtype)d, "dtype %d kept (%d)", d, (int)p.dt);
         EB_CHECK((p.kind == EB_KIND_VEC_GEMM) == (d == EB_F64),
                  "dtype %d: kernel %s", d, eb_kind_name(p.kind));
+    }
+}
+
+/* Which vector-batch plans stream their larger operand through
+ * eb_kern_vec_gemv: a side of C of 1 (M: A small, 1; N: B small, 2) with
+ * w of at least EB_VEC_GEMV_MIN_W and unit stride in the larger operand;
+ * not with both sides above 1 or a shorter w. */
+static void test_vec_gemv_plans(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+        int want;
+    } c[] = {
+        {"wu,nouw->wno", "w=301,u=5,n=3,o=4", 1},
+        {"uw,nouw->wno", "w=600,u=70,n=2,o=3", 1},
+        {"ijb,bj->ib", "i=9,j=5,b=203", 2},
+        {"ijb,jb->ib", "i=11,j=13,b=70", 2},
+        {"wu,nouw->wno", "w=63,u=5,n=3,o=4", 0},
+        {"ijb,jkb->ikb", "i=5,j=7,k=6,b=300", 0},
+    };
+    for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        tu_sizes sp = {c[q].sizes};
+        eb_instance *inst = tu_instance(c[q].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", c[q].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[8];
+        eb_path path;
+        tu_seq_path(&path, steps, inst->num_tensors);
+        eb_step_desc d;
+        eb_error err;
+        EB_CHECK(eb_eager_describe(inst, &path, &d, &err) == EB_OK,
+                 "%s describes", c[q].fs);
+        EB_CHECK(d.plan.kind == EB_KIND_VEC_GEMM &&
+                     eb_plan_vec_gemv(&d.plan) == c[q].want,
+                 "%s (%s): kernel %s, vec_gemv %d, want %d", c[q].fs,
+                 c[q].sizes, eb_kind_name(d.plan.kind),
+                 eb_plan_vec_gemv(&d.plan), c[q].want);
+        eb_instance_destroy(inst);
     }
 }
 
@@ -950,6 +1004,7 @@ int main(void)
     test_kvec();
     test_wrows();
     test_vec_prep_dtype();
+    test_vec_gemv_plans();
     test_peel_big();
     test_peel_both();
     test_skinny_chain();
