@@ -170,6 +170,19 @@ static void compact_axes(const group *const *gs, int ng,
     x->elems = s;
 }
 
+/* The compact layout of the required output order: keep's labels of size
+ * > 1. */
+static void keep_axes(const int *keep, int nkeep, const int64_t *label_size,
+                      axes *c)
+{
+    group all = {0};
+    for (int k = 0; k < nkeep; k++)
+        if (label_size[keep[k]] > 1)
+            all.id[all.n++] = keep[k];
+    const group *one[1] = {&all};
+    compact_axes(one, 1, label_size, c);
+}
+
 /* Is a (rows x cols) matrix with these strides usable by BLAS, which needs
  * one unit stride and a leading dimension covering the other side? */
 static int blas_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc)
@@ -286,12 +299,7 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
         L->c = L->tmp;
         return;
     }
-    group all = {0};
-    for (int k = 0; k < nkeep; k++)
-        if (label_size[keep[k]] > 1)
-            all.id[all.n++] = keep[k];
-    const group *one[1] = {&all};
-    compact_axes(one, 1, label_size, &L->c);
+    keep_axes(keep, nkeep, label_size, &L->c);
     int64_t scm, scn;
     int ok = eb_kind_engine(p->kind) ||
              (fuse(&L->c, &o->m, label_size, &scm) &&
@@ -489,6 +497,20 @@ static void vec_group(const group *g, const axes *x0, const axes *x1,
     }
 }
 
+/* p cleared down to its step's shape (dtype, kind, batch, M, N, K), for
+ * another form of the step to be planned into it. */
+static void plan_reset(eb_plan *p)
+{
+    eb_plan q = *p;
+    memset(p, 0, offsetof(eb_plan, bshape));
+    p->dt = q.dt;
+    p->kind = q.kind;
+    p->nbatch = q.nbatch;
+    p->M = q.M;
+    p->N = q.N;
+    p->K = q.K;
+}
+
 /*
  * The vector-batch form (EB_KIND_VEC_GEMM), when a batch label has unit
  * stride in both operands: vectors run along it and nothing is permuted.
@@ -523,17 +545,13 @@ static int plan_vec_w(const axes *ax, const group *gb, const group *gm,
         return 0;
     /* Output: the required order, else (other batch, m, n, w) so that
      * vectors are stored whole. */
-    group rest = {0}, wg = {.n = 1, .id = {w}}, all = {0};
+    group rest = {0}, wg = {.n = 1, .id = {w}};
     for (int q = 0; q < gb->n; q++)
         if (gb->id[q] != w)
             rest.id[rest.n++] = gb->id[q];
     axes c;
     if (fixed_order) {
-        for (int k = 0; k < nkeep; k++)
-            if (label_size[keep[k]] > 1)
-                all.id[all.n++] = keep[k];
-        const group *one[1] = {&all};
-        compact_axes(one, 1, label_size, &c);
+        keep_axes(keep, nkeep, label_size, &c);
         p->out_rank = nkeep;
         memcpy(p->out_ids, keep, (size_t)nkeep * sizeof(int));
     } else {
@@ -685,16 +703,8 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     const group *one[1] = {&g};
     axes lay[2] = {ax[0], ax[1]};
     compact_axes(one, 1, label_size, &lay[y]);
-    eb_kind kind = p->kind;
+    plan_reset(p);
     int64_t nbatch = p->nbatch, M = p->M, N = p->N, K = p->K;
-    eb_dtype dt = p->dt;
-    memset(p, 0, offsetof(eb_plan, bshape));
-    p->dt = dt;
-    p->kind = kind;
-    p->nbatch = nbatch;
-    p->M = M;
-    p->N = N;
-    p->K = K;
     if (gather) {
         if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
                       label_size, VEC_GATHER_SW, p))
@@ -765,13 +775,7 @@ static int plan_vec_gather(const axes *ax, const group *gb, const group *gm,
         !vec_gather_ok(&ax[1], w, gk, gn))
         return 0;
     eb_plan q = *p;
-    memset(&q, 0, offsetof(eb_plan, bshape));
-    q.dt = p->dt;
-    q.kind = p->kind;
-    q.nbatch = p->nbatch;
-    q.M = p->M;
-    q.N = p->N;
-    q.K = p->K;
+    plan_reset(&q);
     if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
                   label_size, VEC_GATHER_SW, &q))
         return 0; /* not reached: w qualifies */
@@ -835,14 +839,8 @@ static int plan_vec_out(const axes *ax, const group *gb, const group *gm,
         p->scm == 1 || p->scn == 1 || p->prep[0] || p->prep[1] || p->post ||
         nsum[0] || nsum[1] || p->M * p->N * p->K > VEC_OUT_MAX_MNK)
         return 0;
-    /* The output's strides in the required order. */
-    group all = {0};
-    for (int k = 0; k < nkeep; k++)
-        if (label_size[keep[k]] > 1)
-            all.id[all.n++] = keep[k];
-    const group *one[1] = {&all};
-    axes c;
-    compact_axes(one, 1, label_size, &c);
+    axes c; /* the output's strides in the required order */
+    keep_axes(keep, nkeep, label_size, &c);
     int w = -1;
     for (int q = 0; q < gb->n && w < 0; q++) {
         int l = gb->id[q];
@@ -855,13 +853,7 @@ static int plan_vec_out(const axes *ax, const group *gb, const group *gm,
     if (w < 0)
         return 0;
     eb_plan q = *p;
-    memset(&q, 0, offsetof(eb_plan, bshape));
-    q.dt = p->dt;
-    q.kind = p->kind;
-    q.nbatch = p->nbatch;
-    q.M = p->M;
-    q.N = p->N;
-    q.K = p->K;
+    plan_reset(&q);
     if (!plan_vec_w(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
                     label_size, 0, w, &q))
         return 0; /* not reached: the limits are checked above */
@@ -1013,16 +1005,12 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     axes ax[2], cc;
     merge_view(a, &ax[0]);
     merge_view(b, &ax[1]);
-    group gbb, gmm, gkk, gnn, sum[2], all = {0};
+    group gbb, gmm, gkk, gnn, sum[2];
     classify(ax, 1, keep, nkeep, &gbb, &gmm, &gkk, &gnn, sum);
     if (sum[0].n || sum[1].n)
         return;
     const group *gb = &gbb, *gm = &gmm, *gk = &gkk, *gn = &gnn;
-    for (int q = 0; q < nkeep; q++)
-        if (label_size[keep[q]] > 1)
-            all.id[all.n++] = keep[q];
-    const group *one[1] = {&all};
-    compact_axes(one, 1, label_size, &cc);
+    keep_axes(keep, nkeep, label_size, &cc);
     const axes *c = &cc;
     int y = p->prep[1] && (!p->prep[0] || p->prep_elems[1] >= p->prep_elems[0]);
     if (!p->prep[y])
