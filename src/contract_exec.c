@@ -221,8 +221,9 @@ static int longer_side_part(const eb_plan *p, int64_t unit, int part,
     return split_m;
 }
 
-/* One own GEMM split along its longer side of C, in multiples of 12 (the
- * kernel's column chunk and a multiple of its 4-row block). */
+/* Own GEMMs split along their longer side of C, in multiples of 12 (the
+ * kernel's column chunk and a multiple of its 4-row block): the same
+ * slice of every batch element (fewer batch elements than threads). */
 static void gemm_part(void *arg, int part, int nparts)
 {
     const job *j = arg;
@@ -232,12 +233,19 @@ static void gemm_part(void *arg, int part, int nparts)
     if (lo >= hi)
         return;
     const size_t esz = sizeof(double); /* the own kernel's dtype */
-    if (split_m)
-        small_gemm(p, hi - lo, p->N, at(j->a, lo * p->sam, esz), j->b,
-                   at(j->c, lo * p->scm, esz));
-    else
-        small_gemm(p, p->M, hi - lo, j->a, at(j->b, lo * p->sbn, esz),
-                   at(j->c, lo * p->scn, esz));
+    int64_t rows = row_count(p), idx[EB_MAX_RANK], off[3];
+    batch_offsets(p, p->nb, 0, idx, off);
+    for (int64_t i = 0; i < rows; i++) {
+        const void *a = at(j->a, off[0], esz), *b = at(j->b, off[1], esz);
+        void *c = at(j->c, off[2], esz);
+        if (split_m)
+            small_gemm(p, hi - lo, p->N, at(a, lo * p->sam, esz), b,
+                       at(c, lo * p->scm, esz));
+        else
+            small_gemm(p, p->M, hi - lo, a, at(b, lo * p->sbn, esz),
+                       at(c, lo * p->scn, esz));
+        batch_next(p, p->nb, idx, off);
+    }
 }
 
 /*

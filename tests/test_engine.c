@@ -241,6 +241,10 @@ static const case_t cases[] = {
     {"ki,kj->ji", "i=11,j=17,k=3001", EB_KIND_SMALL_GEMM, 0},
     {"amb,anb->nm", "a=41,m=19,b=37,n=13", EB_KIND_SMALL_GEMM, 0},
     {"amb,anb->mn", "a=3,m=7,b=601,n=5", EB_KIND_SMALL_GEMM, 0},
+    /* Fewer batch elements than engine threads: the own GEMM split along
+     * C's longer side, every batch element (only the first was computed
+     * with three threads). */
+    {"bmk,bkn->nbm", "b=2,m=5,k=20,n=2767", EB_KIND_SMALL_GEMM, 0},
     /* Batched BLAS GEMMs split by batch rows. */
     {"bij,bjk->bik", "b=7,i=45,j=33,k=31", EB_KIND_GEMM, 0},
     /* The vector-batch GEMM storing C through 4 x 4 transposes (n with
