@@ -390,6 +390,23 @@ static int mid_skinny(const eb_plan *p)
            !tiny_gemm(p) && !small_square(p) && p->dt == EB_F64;
 }
 
+/* A side of C past SKINNY_MAX_LONG may still be the own kernel's where
+ * the other side is a few rows against a short K (eb_kern_small_gemm_few_k,
+ * B streamed once with all of K in registers): gm_queen's 81 x (3 x 19683
+ * x 27), B row-major, 37-38 ms on BLAS. Whether B's columns are contiguous
+ * is known once the layout is chosen (few_k_to_blas). */
+static int few_k_long(const eb_plan *p)
+{
+    return p->M <= 6 && p->K <= 64;
+}
+
+static int few_k_to_blas(const eb_plan *p)
+{
+    return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) &&
+           (p->M > SKINNY_MAX_LONG || p->N > SKINNY_MAX_LONG) &&
+           !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
+}
+
 /* wide: take mid_skinny GEMMs to the own kernel (see eb_contract_plan). */
 static eb_kind pick_kind(const eb_plan *p, int wide)
 {
@@ -408,7 +425,8 @@ static eb_kind pick_kind(const eb_plan *p, int wide)
     if (small_square(p))
         return EB_KIND_SMALL_GEMM;
     if ((p->M < SKINNY_MN || p->N < SKINNY_MN || (wide && mid_skinny(p))) &&
-        (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG))
+        ((p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG) ||
+         few_k_long(p)))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
@@ -1441,7 +1459,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     }
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
-    if (skinny_to_blas(p))
+    if (skinny_to_blas(p) || few_k_to_blas(p))
         p->kind = EB_KIND_GEMM;
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
     if (p->bp)

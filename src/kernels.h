@@ -35,6 +35,12 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         const eb_gemm_k *k, double *c, int64_t scm,
                         int64_t scn);
 
+/* Does eb_kern_small_gemm take C's at most 6 rows against a B with
+ * contiguous columns (sbn = 1), K1 K <= 64 and at least 2^16 elements of
+ * B, summing all of K in registers 8 columns at a time (B streamed from
+ * memory once, at any length of N)? */
+int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn);
+
 /*
  * C_w = A_w B_w for W consecutive batch elements w (C_w[m][n] at c + m scm
  * + w scw + n, A_w[m][k] at a + m sam + k sak + w, B_w[k][n] at b + k sbk

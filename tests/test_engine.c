@@ -241,6 +241,10 @@ static const case_t cases[] = {
     {"ki,kj->ji", "i=11,j=17,k=3001", EB_KIND_SMALL_GEMM, 0},
     {"amb,anb->nm", "a=41,m=19,b=37,n=13", EB_KIND_SMALL_GEMM, 0},
     {"amb,anb->mn", "a=3,m=7,b=601,n=5", EB_KIND_SMALL_GEMM, 0},
+    /* A few rows of C against a long B row (past SKINNY_MAX_LONG) and a
+     * short K: the short-K few-rows kernel, C row-major or strided. */
+    {"bmk,bkn->bmn", "b=3,m=3,k=27,n=9001", EB_KIND_SMALL_GEMM, 0},
+    {"bmk,bkn->nbm", "b=2,m=5,k=20,n=8300", -1, -1},
     /* Fewer batch elements than engine threads: the own GEMM split along
      * C's longer side, every batch element (only the first was computed
      * with three threads). */
@@ -658,6 +662,69 @@ static void test_few_rows(void)
                               shapes[t].K1, colc, 0, &seed);
 }
 
+/* The short-K few-rows kernel (eb_kern_small_gemm_few_k: M <= 6, B's
+ * columns contiguous, K1 K <= 64, B of 2^16 elements or more): N's tails
+ * of 0 to 7 past the 8-column strips (a 4-column strip, then single
+ * columns), K of 1 to 64 in one or two levels, every C layout; K1 K of 65
+ * and M of 7 take the other kernels. */
+static void test_few_k(void)
+{
+    static const struct {
+        int64_t M, N, K, K1;
+    } shapes[] = {
+        {1, 65543, 1, 1}, {2, 8199, 9, 1},   {3, 19683, 27, 1},
+        {4, 4100, 16, 2}, {5, 1031, 64, 1},  {6, 2053, 33, 1},
+        {3, 8196, 8, 1},  {4, 16389, 4, 1},  {6, 1030, 65, 1},
+        {7, 2048, 32, 1}, {2, 3001, 11, 3},  {5, 9000, 8, 1},
+    };
+    uint64_t seed = 31;
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+        for (int colc = 0; colc <= 2; colc++)
+            check_gemm_layout(shapes[t].M, shapes[t].N, shapes[t].K,
+                              shapes[t].K1, colc, 0, &seed);
+    EB_CHECK(eb_kern_small_gemm_few_k(3, 19683, 27, 1) &&
+                 !eb_kern_small_gemm_few_k(3, 19683, 27, 2) &&
+                 !eb_kern_small_gemm_few_k(7, 19683, 27, 1) &&
+                 !eb_kern_small_gemm_few_k(3, 19683, 65, 1) &&
+                 !eb_kern_small_gemm_few_k(3, 1000, 27, 1),
+             "few_k predicate");
+}
+
+/* A GEMM with a side past SKINNY_MAX_LONG (8192) is the own kernel's
+ * where the other side is at most 6 rows against a K of at most 64 and
+ * B's long side contiguous (the short-K few-rows kernel), else BLAS's. */
+static void test_few_k_plans(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+        eb_kind want;
+    } c[] = {
+        {"bmk,bkn->bmn", "b=3,m=3,k=27,n=19683", EB_KIND_SMALL_GEMM},
+        {"mk,kn->mn", "m=6,k=64,n=9000", EB_KIND_SMALL_GEMM},
+        {"mk,nk->mn", "m=3,k=27,n=19683", EB_KIND_GEMM},
+        {"mk,kn->mn", "m=3,k=65,n=19683", EB_KIND_GEMM},
+        {"mk,kn->mn", "m=8,k=27,n=19683", EB_KIND_GEMM},
+    };
+    for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        tu_sizes sp = {c[q].sizes};
+        eb_instance *inst = tu_instance(c[q].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", c[q].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[8];
+        eb_path path;
+        tu_seq_path(&path, steps, inst->num_tensors);
+        eb_step_desc d;
+        eb_error err;
+        EB_CHECK(eb_eager_describe(inst, &path, &d, &err) == EB_OK,
+                 "%s describes", c[q].fs);
+        EB_CHECK(d.plan.kind == c[q].want, "%s (%s): kernel %s, want %s",
+                 c[q].fs, c[q].sizes, eb_kind_name(d.plan.kind),
+                 eb_kind_name(c[q].want));
+        eb_instance_destroy(inst);
+    }
+}
+
 /* The row kernel's column chunks (12 wide while more than 16 remain, then
  * the rest; the last vector of a chunk shifted left) and row blocks (3 or
  * 4 rows, then the rest): every N from 1 to 41 on 7 and 13 rows, a K of
@@ -1004,6 +1071,8 @@ static void test_layout_search(void)
 int main(void)
 {
     test_few_rows();
+    test_few_k();
+    test_few_k_plans();
     test_row_chunks();
     test_kvec();
     test_wrows();
