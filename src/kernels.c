@@ -688,7 +688,7 @@ static void eb_kern_gemm_dots(int64_t M, int64_t N, int64_t K,
 #ifndef FEW_ROWS_COLS
 #define FEW_ROWS_COLS 512
 #endif
-enum { FEW_ROWS_MAX = 6, FEW_ROWS_MIN_N = 24, FEW_ROWS_MIN_K = 32,
+enum { FEW_ROWS_MAX = EB_FEW_ROWS_MAX, FEW_ROWS_MIN_N = 24, FEW_ROWS_MIN_K = 32,
        FEW_ROWS_MIN_B = 1 << 16 };
 
 /* Row k of A's rows (broadcast) times B's chunk row(s), into C's chunk:
@@ -817,7 +817,7 @@ eb_kern_gemm_few_rows_avx2(int64_t M, int64_t N, int64_t K, const double *a,
  * FEW_K_PF elements ahead (the hardware prefetcher does not follow that
  * many).
  */
-enum { FEW_K_MAX = 64, FEW_K_PF = 128 };
+enum { FEW_K_MAX = EB_FEW_K_MAX, FEW_K_PF = 128 };
 
 int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn)
 {
