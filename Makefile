@@ -16,8 +16,9 @@
 #                   loader with planning, the path-file loader and the .npy
 #                   reader, FUZZ_SECONDS each (default 120), inputs up to
 #                   FUZZ_MAX_LEN bytes; `make test` replays tests/fuzz/*/
+#   make tsan       ThreadSanitizer on the threaded tests (build-san-thread/)
 #   V=1 shows commands; WERROR=1 adds -Werror; SANITIZE=address,undefined
-#   builds into build-san/.
+#   builds into build-san/ (SANITIZE=thread into build-san-thread/).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -228,6 +229,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBDIR)
 
 clean:
-	rm -rf build build-san build-fuzz einsum-bench
+	rm -rf build build-san build-san-thread build-fuzz einsum-bench
 
 -include $(wildcard $(BUILD)/*.d $(BUILD)/tests/*.d)
