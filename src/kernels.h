@@ -37,8 +37,8 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
 
 /* Does eb_kern_small_gemm take C's at most EB_FEW_ROWS_MAX rows against a
  * B with contiguous columns (sbn = 1), K1 K <= EB_FEW_K_MAX and at least
- * 2^16 elements of B, summing all of K in registers 8 columns at a time (B streamed from
- * memory once, at any length of N)? */
+ * 2^16 elements of B, summing all of K in registers 8 columns at a time
+ * (B streamed from memory once, at any length of N)? */
 enum { EB_FEW_ROWS_MAX = 6, EB_FEW_K_MAX = 64 };
 int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn);
 
