@@ -9,7 +9,9 @@
  * nparts): each part once, on whichever thread claims it first (the caller
  * claims parts too, from the start), so a worker that is asleep or has lost
  * its core to another process delays the job by at most the part it has
- * already claimed, never by a part it has not started. It returns when all
+ * already claimed, never by a part it has not started. The caller claims
+ * parts 0, 1, ... and the workers parts nparts - 1, nparts - 2, ...: the
+ * same slices of memory stay on the same cores from run to run. It returns when all
  * parts are done. eb_team_run is eb_team_run_parts with one part per
  * thread. A part may run on any thread; per-part scratch is indexed by the
  * part, never by the thread. Jobs never allocate.

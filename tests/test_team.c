@@ -3,7 +3,9 @@
  * 1-3 threads, 1 to 1000 parts, jobs back to back and after the workers
  * have gone to sleep, jobs that wake nobody (eb_team_run_awake), and with
  * a worker held up inside a part (the caller must finish the parts nobody
- * else claimed). */
+ * else claimed); the caller claims from the bottom and workers from the
+ * top, so the parts the caller ran are always 0, 1, ..., j - 1. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -19,6 +21,8 @@ typedef struct {
     _Atomic int runs[MAX_PARTS]; /* times part k ran */
     int bad_nparts;              /* a part saw another nparts */
     long long sleep_part_ns;     /* part 1 sleeps this long */
+    pthread_t caller;
+    _Atomic int by_caller[MAX_PARTS]; /* part k ran on the caller */
 } job;
 
 static void count_part(void *arg, int part, int nparts)
@@ -30,7 +34,30 @@ static void count_part(void *arg, int part, int nparts)
         struct timespec ts = {0, j->sleep_part_ns};
         nanosleep(&ts, NULL);
     }
+    if (pthread_equal(pthread_self(), j->caller))
+        atomic_store(&j->by_caller[part], 1);
     atomic_fetch_add(&j->runs[part], 1);
+}
+
+/* Runs `reps` jobs of nparts parts; the number whose parts run by the
+ * caller were exactly a prefix 0..j-1 (j >= 0) of them. */
+static int caller_prefix(eb_team *team, int nparts, int reps)
+{
+    static job j;
+    int good = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        memset(&j, 0, sizeof j);
+        j.nparts = nparts;
+        j.caller = pthread_self();
+        eb_team_run_parts(team, nparts, count_part, &j);
+        int k = 0, ok = !j.bad_nparts;
+        while (k < nparts && atomic_load(&j.by_caller[k]))
+            k++;
+        for (; k < nparts; k++)
+            ok &= !atomic_load(&j.by_caller[k]);
+        good += ok;
+    }
+    return good;
 }
 
 /* Runs a job of `nparts` on `team`; 1 if every part ran exactly once. */
@@ -104,6 +131,15 @@ static void test_team(int threads)
      * run once, whoever took the slow one. */
     EB_CHECK(run_once(team, 8, 20000000), "%d threads, one slow part",
              threads);
+    /* The caller's parts are a prefix of the job's, whoever else runs. */
+    const int np[] = {2, 7, 64, MAX_PARTS};
+    for (size_t c = 0; c < sizeof np / sizeof np[0]; c++) {
+        int prefix = caller_prefix(team, np[c], 100);
+        EB_CHECK(prefix == 100,
+                 "%d threads, %d parts: the caller ran a prefix of the parts "
+                 "in %d of 100 jobs",
+                 threads, np[c], prefix);
+    }
     /* eb_team_run: one part per thread. */
     static job j;
     memset(&j, 0, sizeof j);
