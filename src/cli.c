@@ -833,8 +833,17 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
                 printf(" '%s'", eb_label_str(inst, d[c].fuse_labels[k], lab));
             printf(", then)");
         }
-        printf(" of %lld along '%s' (%lld)\n", (long long)bw,
+        printf(" of %lld along '%s' (%lld)", (long long)bw,
                eb_label_str(inst, d[c].fuse_label, lab), (long long)w);
+        const char *sep = "; a block ahead prefetched:";
+        for (int s = 0; s < n; s++) {
+            if (d[s].fused_at != c || !d[s].fuse_pf)
+                continue;
+            printf("%s step %d's %s", sep, s,
+                   d[s].fuse_pf == 3 ? "A and B" : d[s].fuse_pf == 1 ? "A" : "B");
+            sep = ",";
+        }
+        printf("\n");
     }
 }
 

@@ -691,7 +691,7 @@ static void bp_part(void *arg, int part, int nparts)
             const eb_xform *nx =
                 p->bp_size - i1 < p->bp_len ? &j->last : &p->xf[0];
             if (nx->planned)
-                eb_perm_prefetch(&nx->perm, j->a + i1 * p->bp_in);
+                eb_perm_prefetch(&nx->perm, 0, j->a + i1 * p->bp_in);
         }
         small_gemm(p, len * p->bp_rows, p->N, blk, j->b,
                    j->c + i0 * p->bp_rows * p->scm);

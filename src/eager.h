@@ -32,6 +32,8 @@ typedef struct {
     int fused_at, fuse_label, fuse_nlab;
     int fuse_labels[EB_MAX_RANK];
     int64_t fuse_block, fuse_blocks;
+    int fuse_pf; /* bit q: operand q (from outside the group) prefetched a
+                  * block ahead */
 } eb_step_desc;
 
 /*

@@ -50,6 +50,8 @@
  * a chain that use its output); parts that run blocks at once. */
 enum { EB_FUSE_MAX = 8, EB_FUSE_MAX_PARTS = 8 };
 
+enum { EB_FUSE_PF_PREP = 1, EB_FUSE_PF_EW = 2 };
+
 /* When to fuse. */
 typedef struct {
     int64_t min_bytes;   /* a producer's output at least this large */
@@ -62,13 +64,16 @@ typedef struct {
                              than this (0: no limit) */
     int force;           /* fuse wherever the structure allows, whatever
                             the cost (tests: small shapes, many blocks) */
+    int64_t prefetch_bytes; /* an operand from outside the group at least
+                               this large (not in the caches) has its next
+                               block prefetched while a block runs */
 } eb_fuse_opts;
 
 /* The defaults: outputs past 4 MiB (beyond the L2 cache and a good part of
  * a shared L3); blocks of intermediates of about 1 MiB (twice this machine
  * class's 512 KiB L2, well inside its L3), and no group whose blocks are
  * larger; operands up to 1 MiB read again per block for free; no group
- * past 4 flops a byte. (gm_queen's groups over dims of 3 ran faster in
+ * past 4 flops a byte; outside operands of 8 MiB or more prefetched. (gm_queen's groups over dims of 3 ran faster in
  * most rounds with 1 MiB blocks than with 256 KiB ones, which made 4-5
  * times as many blocks of tiny kernels: docs/bench.md, "gm_queen, third
  * round".) */
@@ -103,6 +108,11 @@ typedef struct {
     int64_t wstride[EB_FUSE_MAX][2][EB_MAX_RANK];
     int64_t out_wstride[EB_MAX_RANK]; /* the labels' strides in the
                                          consumer's output */
+    /* Outside operands prefetched a block ahead (opts.prefetch_bytes):
+     * EB_FUSE_PF_PREP where the member permutes operand q first (its
+     * preparation's reads), EB_FUSE_PF_EW where its elementwise multiply
+     * or outer product reads it as source q; 0: not prefetched. */
+    signed char pf[EB_FUSE_MAX][2];
     /* scatter: a block of the output is not one contiguous piece of it
      * (blocked labels other than its outermost): the consumer writes it
      * compact, in the order its planner likes, at put_at elements into its

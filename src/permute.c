@@ -507,35 +507,36 @@ double eb_perm_bytes(const eb_perm *p)
     return bytes;
 }
 
-void eb_perm_prefetch(const eb_perm *p, const void *x0)
+void eb_perm_prefetch(const eb_perm *p, int src, const void *x)
 {
-    /* x0's dims by increasing stride; those of unit stride and on, each
-     * stride the product of the ones inside, make one run. */
+    /* The source's dims by increasing stride; those of unit stride and
+     * on, each stride the product of the ones inside, make one run. */
+    const int64_t *st = p->stride[src ? 2 : 1];
     int ord[EB_MAX_RANK], n = 0;
     for (int d = 0; d < p->rank; d++) {
-        if (p->stride[1][d] <= 0 || p->shape[d] < 2)
+        if (st[d] <= 0 || p->shape[d] < 2)
             continue;
         int at = n++;
-        for (; at > 0 && p->stride[1][ord[at - 1]] > p->stride[1][d]; at--)
+        for (; at > 0 && st[ord[at - 1]] > st[d]; at--)
             ord[at] = ord[at - 1];
         ord[at] = d;
     }
     int64_t run = 1;
     int q = 0;
-    for (; q < n && p->stride[1][ord[q]] == run; q++)
+    for (; q < n && st[ord[q]] == run; q++)
         run *= p->shape[ord[q]];
     int64_t bytes = run * p->es, idx[EB_MAX_RANK] = {0}, off = 0;
-    const char *x = x0;
+    const char *xs = x;
     for (;;) {
         for (int64_t b = 0; b < bytes; b += 64)
-            __builtin_prefetch(x + off * p->es + b, 0, 2);
-        __builtin_prefetch(x + off * p->es + bytes - 1, 0, 2);
+            __builtin_prefetch(xs + off * p->es + b, 0, 2);
+        __builtin_prefetch(xs + off * p->es + bytes - 1, 0, 2);
         int d = n - 1;
         for (; d >= q; d--) {
-            off += p->stride[1][ord[d]];
+            off += st[ord[d]];
             if (++idx[d] < p->shape[ord[d]])
                 break;
-            off -= p->stride[1][ord[d]] * p->shape[ord[d]];
+            off -= st[ord[d]] * p->shape[ord[d]];
             idx[d] = 0;
         }
         if (d < q)

@@ -103,11 +103,11 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
 void eb_perm_exec(const eb_perm *p, const void *x0, const void *x1,
                   void *out, struct eb_team *team);
 
-/* Prefetch every line of x0 that an execution of p reads into L2 (in
- * runs of x0's contiguous dims): a caller that permutes a block of an
- * operand in memory, then computes from it, fetches the next block while
- * it computes. */
-void eb_perm_prefetch(const eb_perm *p, const void *x0);
+/* Prefetch every line of source src (0: x0, 1: x1) that an execution of
+ * p reads into L2 (in runs of its contiguous dims): a caller that permutes
+ * a block of an operand in memory, then computes from it, fetches the
+ * next block while it computes. */
+void eb_perm_prefetch(const eb_perm *p, int src, const void *x);
 
 /* Bytes read and written by one execution, counting each array once (the
  * traffic the plan's tiles aim for). */

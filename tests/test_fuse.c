@@ -324,6 +324,59 @@ static void test_extended_chain(eb_team **teams)
 }
 
 /*
+ * Which operands from outside a group are prefetched a block ahead
+ * (fuse.c, mark_prefetch): those a member's permutation reads (here the
+ * outer product wa x wb that starts the chain, then each multiply's
+ * outside factor: wab, wb, w) whose elements over all blocks take at
+ * least prefetch_bytes, whatever the block length; never an operand made
+ * inside the group. Thresholds on both sides of each operand's bytes.
+ */
+static void test_prefetch_marks(void)
+{
+    tu_sizes sp = {"w=13,a=6,b=7"};
+    eb_instance *inst = tu_instance("wa,wb,wab,wb,w->wab", tu_spec_size, &sp);
+    EB_CHECK(inst != NULL, "prefetch marks: instance builds");
+    if (!inst)
+        return;
+    eb_pair steps[4] = {{0, 1}, {0, 3}, {0, 2}, {0, 1}};
+    eb_path path = {.strategy = "test", .num_steps = 4, .steps = steps};
+    /* Blocks of 100 bytes fuse all four steps at step 3 (as in
+     * test_extended_chain), of 16 steps 0-1 at 1 and 2-3 at 3: the step
+     * each runs at, and the bytes of its operands A and B from outside
+     * its group (0: made inside). */
+    static const int fused_at[2][4] = {{1, 1, 3, 3}, {3, 3, 3, 3}};
+    static const int64_t bytes[2][4][2] = {
+        {{624, 728}, {4368, 0}, {728, 4368}, {104, 0}},
+        {{624, 728}, {4368, 0}, {728, 0}, {104, 0}}};
+    static const int64_t thresholds[] = {0, 103, 104, 105, 624, 625, 728, 729,
+                                         4368, 4369, INT64_MAX};
+    static const int64_t blocks[] = {16, 100};
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+        for (size_t k = 0; k < sizeof thresholds / sizeof *thresholds; k++) {
+            eb_fuse_opts o = forced(blocks[b]);
+            o.prefetch_bytes = thresholds[k];
+            eb_step_desc d[4];
+            int64_t arena;
+            eb_error err;
+            int ok = eb_trace_describe(inst, &path, &o, d, &arena, &err) ==
+                     EB_OK, bad = -1;
+            for (int s = 0; ok && s < 4; s++) {
+                int want = 0;
+                for (int q = 0; q < 2; q++)
+                    want |= (bytes[b][s][q] && bytes[b][s][q] >= thresholds[k])
+                            << q;
+                if (d[s].fused_at != fused_at[b][s] || d[s].fuse_pf != want)
+                    ok = 0, bad = s;
+            }
+            EB_CHECK(ok, "prefetch marks, blocks of %lld bytes, threshold "
+                     "%lld: step %d marked %d", (long long)blocks[b],
+                     (long long)thresholds[k], bad,
+                     bad >= 0 ? d[bad].fuse_pf : -1);
+        }
+    eb_instance_destroy(inst);
+}
+
+/*
  * A skinny GEMM whose short side (b c, 27) is among its consumer's batch
  * labels (gm_queen5_5_3's steps 147/148 in small): trace lays the
  * intermediate out short side first, so the producer writes C as it
@@ -436,6 +489,7 @@ int main(void)
     test_short_side_first(teams);
     test_multi_label(teams);
     test_extended_chain(teams);
+    test_prefetch_marks();
     test_default_shipped();
     eb_team_destroy(teams[1]);
     eb_team_destroy(teams[2]);
