@@ -839,8 +839,8 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
         for (int s = 0; s < n; s++) {
             if (d[s].fused_at != c || !d[s].fuse_pf)
                 continue;
-            printf("%s step %d's %s", sep, s,
-                   d[s].fuse_pf == 3 ? "A and B" : d[s].fuse_pf == 1 ? "A" : "B");
+            static const char *const which[] = {"", "A", "B", "A and B"};
+            printf("%s step %d's %s", sep, s, which[d[s].fuse_pf & 3]);
             sep = ",";
         }
         printf("\n");

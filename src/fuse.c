@@ -109,6 +109,9 @@ static const eb_perm *pf_perm(const eb_plan *p, int pf, int q)
     return NULL;
 }
 
+/* The source of pf_perm's permutation that is operand q. */
+static int pf_src(int pf, int q) { return pf == EB_FUSE_PF_EW ? q : 0; }
+
 /* Elements of source src (0, 1) one execution of p reads. */
 static double perm_src_elems(const eb_perm *p, int src)
 {
@@ -142,8 +145,7 @@ static void mark_prefetch(const eb_fuse_opts *opts, eb_fuse_group *g)
             /* The elements all blocks read: a full block's, times the
              * size of each blocked label the operand has over the
              * block's extent along it. */
-            double elems =
-                perm_src_elems(perm, pf == EB_FUSE_PF_EW ? q : 0);
+            double elems = perm_src_elems(perm, pf_src(pf, q));
             for (int k = 0; k < g->nlab; k++)
                 if (g->wstride[i][q][k])
                     elems *= k == g->nlab - 1
@@ -706,7 +708,7 @@ static void prefetch_next(const eb_fuse_group *g, const eb_fuse_bind *b,
         int64_t off = 0;
         for (int k = 0; k < g->nlab; k++)
             off += at[k] * g->wstride[i][q][k];
-        eb_perm_prefetch(perm, g->pf[i][q] == EB_FUSE_PF_EW ? q : 0,
+        eb_perm_prefetch(perm, pf_src(g->pf[i][q], q),
                          (const char *)b->ext[i][q] + off * esz);
     }
 }

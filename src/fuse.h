@@ -73,10 +73,10 @@ typedef struct {
  * a shared L3); blocks of intermediates of about 1 MiB (twice this machine
  * class's 512 KiB L2, well inside its L3), and no group whose blocks are
  * larger; operands up to 1 MiB read again per block for free; no group
- * past 4 flops a byte; outside operands of 8 MiB or more prefetched. (gm_queen's groups over dims of 3 ran faster in
- * most rounds with 1 MiB blocks than with 256 KiB ones, which made 4-5
- * times as many blocks of tiny kernels: docs/bench.md, "gm_queen, third
- * round".) */
+ * past 4 flops a byte; outside operands of 8 MiB or more prefetched.
+ * (gm_queen's groups over dims of 3 ran faster in most rounds with 1 MiB
+ * blocks than with 256 KiB ones, which made 4-5 times as many blocks of
+ * tiny kernels: docs/bench.md, "gm_queen, third round".) */
 eb_fuse_opts eb_fuse_default_opts(void);
 
 /* One step of the program as fuse sees it. */

@@ -958,10 +958,10 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                 d->fuse_nlab = g->nlab;
                 memcpy(d->fuse_labels, g->labels,
                        (size_t)g->nlab * sizeof(int));
-                d->fuse_pf = 0;
                 for (int i = 0; i < g->nmem; i++)
                     if (g->mem[i] == t)
-                        d->fuse_pf = (g->pf[i][0] != 0) | (g->pf[i][1] != 0) << 1;
+                        d->fuse_pf =
+                            (g->pf[i][0] != 0) | (g->pf[i][1] != 0) << 1;
             }
             const eb_view *va = s->a_slot < n ? &views[s->a_slot] : NULL;
             d->a_rank = va ? va->rank : p->steps[s->a_slot - n].plan.out_rank;
