@@ -1212,8 +1212,26 @@ static void engine_layout(const axes *c, const axes *op, int64_t inner,
     compact_axes(one, 1, label_size, lay);
 }
 
+/* Elements of a ROW plan's rows (its innermost dim), 0 for other modes. */
+static int64_t engine_row(const eb_perm *e)
+{
+    return e->mode == EB_PERM_ROW && e->rank ? e->shape[e->rank - 1] : 0;
+}
+
+/* Is the engine plan e (of elements of es bytes) tiles, or rows shorter
+ * than EXPAND_ROW_BYTES in an output of EXPAND_MAX_BYTES or more (rows
+ * that short cost a pass of the loop nest each; a smaller output is a few
+ * rows at most, whatever its layout)? */
+static int engine_slow(const eb_perm *e, int64_t es)
+{
+    return e->mode != EB_PERM_ROW ||
+           (engine_row(e) * es < EXPAND_ROW_BYTES &&
+            e->elems * es >= EXPAND_MAX_BYTES);
+}
+
 /* Take lay[s] for the operands `mask` says, if the engine then runs rows
- * and the copies are small next to the output. */
+ * longer than the current plan's and the copies are small next to the
+ * output. */
 static int engine_try(const layout *L, const axes *ax, const group *sum,
                       const axes *lay, int mask, eb_plan *p)
 {
@@ -1225,7 +1243,8 @@ static int engine_try(const layout *L, const axes *ax, const group *sum,
     }
     eb_perm alt;
     engine_perm(p->dt, &L->c, use[0], use[1], &alt);
-    if (alt.mode != EB_PERM_ROW || moved * ENGINE_PREP_RATIO > L->c.elems)
+    if (alt.mode != EB_PERM_ROW || engine_row(&alt) <= engine_row(&p->ew) ||
+        moved * ENGINE_PREP_RATIO > L->c.elems)
         return 0;
     p->ew = alt;
     for (int s = 0; s < 2; s++) {
@@ -1254,14 +1273,14 @@ static void plan_engine(const layout *L, const axes *ax, const group *sum,
                         const int64_t *label_size, eb_plan *p)
 {
     engine_perm(p->dt, &L->c, &L->lay[0], &L->lay[1], &p->ew);
-    if (p->ew.mode == EB_PERM_ROW)
+    int64_t es = (int64_t)eb_dtype_size(p->dt), inner = EXPAND_ROW_BYTES / es;
+    if (!engine_slow(&p->ew, es))
         return;
     axes lay[2];
     for (int s = 0; s < 2; s++)
         engine_layout(&L->c, &L->lay[s], 0, label_size, &lay[s]);
     if (engine_try(L, ax, sum, lay, 3, p))
         return;
-    int64_t es = (int64_t)eb_dtype_size(p->dt), inner = EXPAND_ROW_BYTES / es;
     int mask = 0;
     for (int s = 0; s < 2; s++) {
         engine_layout(&L->c, &L->lay[s], inner, label_size, &lay[s]);
@@ -1519,6 +1538,12 @@ int eb_plan_wrows(const eb_plan *p)
     return p->bstride[0][d] == 1 && p->bshape[d] >= EB_WROWS_MIN_W &&
            p->sak != 1 && p->sbn == 1 && p->scn == 1 &&
            p->N <= EB_WROWS_MAX_N && p->K <= EB_WROWS_MAX_K;
+}
+
+int eb_plan_engine_slow(const eb_plan *p)
+{
+    return eb_kind_engine(p->kind) &&
+           engine_slow(&p->ew, (int64_t)eb_dtype_size(p->dt));
 }
 
 int64_t eb_plan_moved(const eb_plan *p)

@@ -195,6 +195,11 @@ int eb_plan_wrows(const eb_plan *p);
  * the small operand; 2: N = 1, B the small one; 0: packed blocks. */
 int eb_plan_vec_gemv(const eb_plan *p);
 
+/* Does the permutation engine run plan p (a multiply or outer product)
+ * as anything but rows of at least EXPAND_ROW_BYTES (contract.c): tiles,
+ * or rows so short that each costs a pass of the loop nest? */
+int eb_plan_engine_slow(const eb_plan *p);
+
 /* Elements a plan moves besides its kernel's own reads and writes:
  * operand preparations, blocked preparation and the output permutation. */
 int64_t eb_plan_moved(const eb_plan *p);

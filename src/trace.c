@@ -355,7 +355,7 @@ static int64_t layout_cost(const eb_plan *p)
     int64_t cost = eb_plan_moved(p);
     /* The permutation engine runs a multiply or outer product in any
      * layout, but in tiles, at the rate of a permutation, unless rows. */
-    if (eb_kind_engine(p->kind) && p->ew.mode != EB_PERM_ROW)
+    if (eb_plan_engine_slow(p))
         return cost + p->out_elems;
     if (p->kind != EB_KIND_SMALL_GEMM)
         return cost;

@@ -1018,6 +1018,68 @@ static void test_broadcast_chain(void)
 }
 
 /*
+ * A product by a small factor whose labels sit just outside the output's
+ * innermost dims (gm_queen's 3 x 3 factors on blocks of 27-element rows):
+ * the engine could run it as rows, but rows of 35 elements cost a pass of
+ * its loop nest each; the factor is expanded over the inner dims (945
+ * elements) and the step runs rows of 945 (contract.c, plan_engine,
+ * engine_slow). Below 64 KiB of output the short rows stay (a few rows,
+ * nothing to gain). Both modes against the naive reference, and the plans
+ * of both.
+ */
+static void test_short_rows(void)
+{
+    static const struct {
+        const char *sizes;
+        int expand;
+    } nets[] = {
+        {"a=5,b=3,c=3,d=3,e=3,f=3,g=5,h=7", 1},
+        {"a=1,b=2,c=3,d=3,e=3,f=3,g=5,h=7", 0},
+    };
+    const char *fs = "abcdefgh,df->abcdefgh";
+    for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
+        eb_step_desc d[2];
+        if (chain_trace(fs, nets[c].sizes, 81 + c, d) != 1)
+            continue;
+        tu_sizes sp = {nets[c].sizes};
+        eb_instance *inst = tu_instance(fs, tu_spec_size, &sp);
+        eb_pair steps[1] = {{0, 1}};
+        eb_path path = {.strategy = "test", .num_steps = 1, .steps = steps};
+        eb_error err;
+        EB_CHECK(inst && eb_eager_describe(inst, &path, &d[1], &err) == EB_OK,
+                 "%s (%s): eager plans", fs, nets[c].sizes);
+        eb_instance_destroy(inst);
+        for (int m = 0; m < 2; m++) {
+            const eb_plan *p = &d[m].plan;
+            int64_t row = p->ew.rank ? p->ew.shape[p->ew.rank - 1] : 0;
+            int ok = nets[c].expand
+                         ? p->prep[1] && p->prep_elems[1] == 945 && row == 945
+                         : !p->prep[1] && row == 35;
+            EB_CHECK(eb_kind_engine(p->kind) && p->ew.mode == EB_PERM_ROW &&
+                         !p->prep[0] && ok,
+                     "%s (%s) %s: %s, mode %d, rows of %lld, prep %d %d (%lld)",
+                     fs, nets[c].sizes, m ? "eager" : "trace",
+                     eb_kind_name(p->kind), (int)p->ew.mode, (long long)row,
+                     p->prep[0], p->prep[1], (long long)p->prep_elems[1]);
+        }
+    }
+    /* In a chain, trace keeps the large tensor's order with the factors
+     * expanded (trace.c, layout_cost: short rows cost like tiles) rather
+     * than move a factor's labels outermost (rows of 35 then, nothing
+     * prepared). */
+    eb_step_desc d[2];
+    if (chain_trace("abcdefgh,df,eg->abcdefgh", nets[0].sizes, 83, d) != 2)
+        return;
+    for (int s = 0; s < 2; s++) {
+        const eb_plan *p = &d[s].plan;
+        int64_t row = p->ew.rank ? p->ew.shape[p->ew.rank - 1] : 0;
+        EB_CHECK(p->ew.mode == EB_PERM_ROW && row >= 128,
+                 "abcdefgh,df,eg chain, step %d: mode %d, rows of %lld", s,
+                 (int)p->ew.mode, (long long)row);
+    }
+}
+
+/*
  * Trace's layout search (trace.c, improve_layouts and atom_orders): a
  * batched product whose consumer reads its output as a matrix with the
  * producer's n group split around its m group (lm's batched 16^3 steps
@@ -1082,6 +1144,7 @@ int main(void)
     test_skinny_chain();
     test_layout_search();
     test_broadcast_chain();
+    test_short_rows();
     test_kmajor_prep();
     test_cases();
     test_random();
@@ -1095,6 +1158,7 @@ int main(void)
             test_skinny_chain();
             test_layout_search();
             test_broadcast_chain();
+            test_short_rows();
             test_kmajor_prep();
             eb_team_destroy(tu_team);
             tu_team = NULL;
