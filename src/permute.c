@@ -1101,6 +1101,39 @@ typedef void vtable_fn(int n, int orun, const int32_t *t, const char *x0,
 EB_VTABLE_KERNEL(K_MF64)
 #undef EB_VTABLE_KERNEL
 
+/* A full GENERIC tile of an 8-byte copy from its table, in out's runs of
+ * orun entries as vtable_body, each 4 entries from e on read in one
+ * vector where c4[e] says x0's offsets run on there too (short runs of
+ * both arrays, as the 9 doubles of a permutation of dims of 3 and 9 that
+ * the plan leaves to GENERIC), else from single loads. pf as in
+ * vtable_body. */
+__attribute__((target("avx2"))) static void
+eb_kern_perm_ctable_avx2(int n, int orun, const int32_t *t,
+                         const uint8_t *c4, const char *x0, char *out,
+                         const int64_t *pf)
+{
+    const int32_t *to = t, *t0 = t + TABLE_MAX;
+    const double *x = (const double *)x0;
+    const char *p0 = pf ? x0 + pf[1] * 8 : x0;
+    char *po = pf ? out + pf[0] * 8 : out;
+    for (int r = 0; r < n; r += orun) {
+        double *o = (double *)out + to[r];
+        int j = 0;
+        for (; j + 4 <= orun; j += 4) {
+            int e = r + j;
+            if (pf) {
+                int line = (e & 7) < 4;
+                table_prefetch4(p0, t0 + e, !c4[e], line);
+                if (line)
+                    __builtin_prefetch(po + (int64_t)to[e] * 8, 1);
+            }
+            _mm256_storeu_pd(o + j, table_load4(x0, t0 + e, c4[e]));
+        }
+        for (; j < orun; j++)
+            o[j] = x[t0[r + j]];
+    }
+}
+
 #define EB_BY_KIND(pre)                                                     \
     {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
      pre##K_MC64, pre##K_MC128}
@@ -1195,6 +1228,24 @@ static int table_contiguous(const int32_t *t, int s, int n, int orun)
             if (ts[r + j] != ts[r] + j)
                 return 0;
     return 1;
+}
+
+/* c4[e]: do x0's offsets run on for the 4 entries from e (within out's
+ * runs of orun entries)? 1 if at least half of the tile's vectors do
+ * (eb_kern_perm_ctable_avx2 then; the scalar table otherwise: vectors
+ * assembled from single loads are no faster). */
+static int table_chunks(const int32_t *t, int n, int orun, uint8_t *c4)
+{
+    const int32_t *t0 = t + TABLE_MAX;
+    int runs = 0, all = 0;
+    for (int r = 0; r < n; r += orun)
+        for (int j = 0; j + 4 <= orun; j += 4, all++) {
+            int e = r + j;
+            c4[e] = t0[e + 1] == t0[e] + 1 && t0[e + 2] == t0[e] + 2 &&
+                    t0[e + 3] == t0[e] + 3;
+            runs += c4[e];
+        }
+    return all > 0 && 2 * runs >= all;
 }
 
 /* A full GENERIC tile from its table. pf (NULL: none): the offsets of
@@ -1292,6 +1343,12 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         if (!c0 && !c1)
             vt = NULL;
     }
+    /* 8-byte copies whose source runs on with out in short runs. */
+    uint8_t c4[TABLE_MAX];
+    int crun = ntab && avx2 && k == K_CP8 && !p->stream
+                   ? table_orun(p, td, nt) : 0;
+    if (crun < 4 || !table_chunks(table, ntab, crun, c4))
+        crun = 0;
     int row = avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
               (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
@@ -1313,7 +1370,10 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         int full = 1;
         for (int q = 0; q < nt; q++)
             full = full && ext[td[q]] == p->block[td[q]];
-        if (ntab && full && vt)
+        if (ntab && full && crun)
+            eb_kern_perm_ctable_avx2(ntab, crun, table, c4, a, w,
+                                     pf ? pfd : NULL);
+        else if (ntab && full && vt)
             vt(ntab, orun, table, a, b, w, pf ? pfd : NULL, c0, c1);
         else if (ntab && full)
             perm_table(ntab, table, a, b, w, k, pf ? pfd : NULL,

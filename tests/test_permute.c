@@ -543,6 +543,42 @@ static void test_generic_follow(eb_team *team)
              eb_team_size(team), good, cases);
 }
 
+/* A copy whose source runs on with out for 9 elements at a time, the
+ * dims around them short and scrambled (gm_queen's per-block output
+ * permutation): the plan is GENERIC, and its tiles read the source in
+ * vectors where 4 table entries run on (eb_kern_perm_ctable_avx2), from
+ * single loads where a vector would cross a run's end. Small and large
+ * (the large one splits over the team and prefetches the next tiles);
+ * vector and scalar kernels. */
+static void test_generic_short_runs(eb_team *team)
+{
+    int nat[7] = {0, 1, 2, 3, 4, 5, 6}, ord[7] = {0, 3, 5, 1, 4, 2, 6};
+    int good = 0, cases = 0;
+    for (int big = 0; big <= 1; big++) {
+        int64_t shape[7] = {big ? 405 : 9, 2, 3, 3, 3, 3, 9};
+        int64_t s0[EB_MAX_RANK], so[EB_MAX_RANK];
+        int64_t n0 = strides_in_order(7, shape, ord, 1, s0);
+        strides_in_order(7, shape, nat, 1, so);
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, 7, shape, so, s0, NULL);
+        cases++;
+        good += cur_dt != EB_F64 || p.mode == EB_PERM_GENERIC;
+        for (int scalar = 0; scalar <= 1; scalar++) {
+            cases++;
+            good += run_case(7, shape, nat, s0, NULL, n0, 0, team, scalar);
+        }
+        /* The source's runs of 9 then 7: a vector of 4 from entry 8 of
+         * out's runs of 9 crosses the source's run. */
+        int64_t odd[7] = {big ? 405 : 9, 2, 3, 3, 3, 3, 7};
+        n0 = strides_in_order(7, odd, ord, 1, s0);
+        cases++;
+        good += run_case(7, odd, nat, s0, NULL, n0, 0, team, 0);
+    }
+    EB_CHECK(good == cases, "%s generic copies of short runs (%d threads): "
+             "%d of %d right", eb_dtype_name(cur_dt), eb_team_size(team),
+             good, cases);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -678,6 +714,8 @@ int main(void)
         test_tile4_reps(two);
         test_generic_follow(NULL);
         test_generic_follow(two);
+        test_generic_short_runs(NULL);
+        test_generic_short_runs(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
