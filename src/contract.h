@@ -196,8 +196,9 @@ int eb_plan_wrows(const eb_plan *p);
 int eb_plan_vec_gemv(const eb_plan *p);
 
 /* Does the permutation engine run plan p (a multiply or outer product)
- * as anything but rows of at least EXPAND_ROW_BYTES (contract.c): tiles,
- * or rows so short that each costs a pass of the loop nest? */
+ * in tiles, or, for an output of 64 KiB or more, in rows of less than
+ * 1 KiB, each of which costs a pass of its loop nest (contract.c,
+ * EXPAND_*)? */
 int eb_plan_engine_slow(const eb_plan *p);
 
 /* Elements a plan moves besides its kernel's own reads and writes:

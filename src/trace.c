@@ -342,7 +342,8 @@ enum { STRIP_ROWS = 4096 };
 /*
  * Elements a plan moves, as improve_layouts compares layouts: its
  * preparations and post permutation (moved), plus its output for a
- * multiply or outer product the engine does not run as rows, plus, for
+ * multiply or outer product the engine does not run as long rows
+ * (eb_plan_engine_slow), plus, for
  * the own GEMM kernel writing a C of more than STRIP_ROWS rows in its
  * orientation (C's contiguous side as columns) and more than 24 columns,
  * C once more per extra column chunk. gm_queen's 9 x (59049 x 81 x 3)
@@ -354,7 +355,7 @@ static int64_t layout_cost(const eb_plan *p)
 {
     int64_t cost = eb_plan_moved(p);
     /* The permutation engine runs a multiply or outer product in any
-     * layout, but in tiles, at the rate of a permutation, unless rows. */
+     * layout, but in tiles or short rows at the rate of a permutation. */
     if (eb_plan_engine_slow(p))
         return cost + p->out_elems;
     if (p->kind != EB_KIND_SMALL_GEMM)
