@@ -112,16 +112,6 @@ static const eb_perm *pf_perm(const eb_plan *p, int pf, int q)
 /* The source of pf_perm's permutation that is operand q. */
 static int pf_src(int pf, int q) { return pf == EB_FUSE_PF_EW ? q : 0; }
 
-/* Elements of source src (0, 1) one execution of p reads. */
-static double perm_src_elems(const eb_perm *p, int src)
-{
-    double n = 1;
-    for (int d = 0; d < p->rank; d++)
-        if (p->stride[src + 1][d])
-            n *= (double)p->shape[d];
-    return n;
-}
-
 /*
  * Marks in g->pf the outside operands that a permutation reads block by
  * block (the member's preparation of the operand, or its elementwise
@@ -145,7 +135,7 @@ static void mark_prefetch(const eb_fuse_opts *opts, eb_fuse_group *g)
             /* The elements all blocks read: a full block's, times the
              * size of each blocked label the operand has over the
              * block's extent along it. */
-            double elems = perm_src_elems(perm, pf_src(pf, q));
+            double elems = eb_perm_src_elems(perm, pf_src(pf, q));
             for (int k = 0; k < g->nlab; k++)
                 if (g->wstride[i][q][k])
                     elems *= k == g->nlab - 1

@@ -493,18 +493,21 @@ void eb_perm_plan(eb_perm *p, int rank, const int64_t *shape,
     eb_perm_plan_dt(p, EB_F64, rank, shape, out_stride, x0_stride, x1_stride);
 }
 
+double eb_perm_src_elems(const eb_perm *p, int src)
+{
+    double n = 1;
+    for (int d = 0; d < p->rank; d++)
+        if (p->stride[src + 1][d])
+            n *= (double)p->shape[d];
+    return n;
+}
+
 double eb_perm_bytes(const eb_perm *p)
 {
-    double es = p->es;
-    double bytes = (double)p->elems * es;
-    for (int s = 1; s <= p->nsrc; s++) {
-        double n = es;
-        for (int d = 0; d < p->rank; d++)
-            if (p->stride[s][d])
-                n *= (double)p->shape[d];
-        bytes += n;
-    }
-    return bytes;
+    double bytes = (double)p->elems;
+    for (int s = 0; s < p->nsrc; s++)
+        bytes += eb_perm_src_elems(p, s);
+    return bytes * p->es;
 }
 
 void eb_perm_prefetch(const eb_perm *p, int src, const void *x)
@@ -1034,21 +1037,26 @@ table_prefetch4(const char *p, const int32_t *i, int scattered, int line)
     }
 }
 
-/* A full GENERIC tile of a float64 multiply from its table whose out
- * offsets run on without a gap for orun entries at a time (out's
- * innermost tile dims): each run is stored in vectors of 4, each source
- * read in vectors where its offsets run on too (c0, c1: in every run),
- * else element by element into a register; perm_table moves one element
+/* A full GENERIC tile of a float64 multiply or 8-byte copy from its
+ * table whose out offsets run on without a gap for orun entries at a
+ * time (out's innermost tile dims): each run is stored in vectors of 4,
+ * each source read in vectors where its offsets run on too (c0, c1: in
+ * every run), else element by element into a register; perm_table moves
+ * one element
  * at a time (gm_queen's eager multiplies of 43 M elements by a transpose
  * in dims of 3: about 17 instructions per element). pf as in perm_table,
  * but a source that runs on with out is prefetched a line at a time and
  * the other one element by element, whichever of x0 and x1 it is
  * (perm_table's x0 one by one, x1 a line at a time left that multiply's
- * transposed operand, x1, to the hardware: 83-120 -> 56-73 ms). */
+ * transposed operand, x1, to the hardware: 83-120 -> 56-73 ms).
+ * An 8-byte copy (one source) reads x0 the same way, but decides per 4
+ * entries (c4[e], table_chunks): its source runs on with out only in
+ * short runs (9 doubles in a permutation of dims of 3 and 9 that the
+ * plan leaves to GENERIC). */
 __attribute__((target("avx2"), always_inline)) static inline void
 vtable_body(int n, int orun, const int32_t *t, const char *x0,
             const char *x1, char *out, const int64_t *pf, int c0, int c1,
-            const int k)
+            const uint8_t *c4, const int k)
 {
     const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
     const char *p0 = x0, *p1 = x1;
@@ -1062,77 +1070,48 @@ vtable_body(int n, int orun, const int32_t *t, const char *x0,
         double *o = (double *)out + to[r];
         int j = 0;
         for (; j + 4 <= orun; j += 4) {
-            int e = r + j;
+            int e = r + j, r0 = KIND_NSRC(k) == 1 ? c4[e] : c0;
             if (pf) {
                 /* A source's elements one by one where they are
                  * scattered, one in eight where they run on with out's
                  * (a line), and out's one in eight. */
                 int line = (e & 7) < 4;
-                table_prefetch4(p0, t0 + e, !c0, line);
-                table_prefetch4(p1, t1 + e, !c1, line);
+                table_prefetch4(p0, t0 + e, !r0, line);
+                if (KIND_NSRC(k) == 2)
+                    table_prefetch4(p1, t1 + e, !c1, line);
                 if (line)
                     __builtin_prefetch(po + (int64_t)to[e] * 8, 1);
             }
-            _mm256_storeu_pd(o + j,
-                             _mm256_mul_pd(table_load4(x0, t0 + e, c0),
+            _mm256_storeu_pd(
+                o + j, KIND_NSRC(k) == 1
+                           ? table_load4(x0, t0 + e, r0)
+                           : _mm256_mul_pd(table_load4(x0, t0 + e, c0),
                                            table_load4(x1, t1 + e, c1)));
         }
         for (; j < orun; j++) {
             int e = r + j;
             elem(k, (char *)(o + j), x0 + (int64_t)t0[e] * 8,
-                 x1 + (int64_t)t1[e] * 8);
+                 KIND_NSRC(k) == 2 ? x1 + (int64_t)t1[e] * 8 : x1);
         }
     }
 }
 
 typedef void vtable_fn(int n, int orun, const int32_t *t, const char *x0,
                        const char *x1, char *out, const int64_t *pf, int c0,
-                       int c1);
+                       int c1, const uint8_t *c4);
 
 #define EB_VTABLE_KERNEL(K)                                                 \
     __attribute__((target("avx2"))) static void                             \
         eb_kern_perm_vtable_avx2_##K(int n, int orun, const int32_t *t,     \
                                      const char *x0, const char *x1,        \
                                      char *out, const int64_t *pf, int c0,  \
-                                     int c1)                                \
+                                     int c1, const uint8_t *c4)             \
     {                                                                       \
-        vtable_body(n, orun, t, x0, x1, out, pf, c0, c1, K);                \
+        vtable_body(n, orun, t, x0, x1, out, pf, c0, c1, c4, K);            \
     }
+EB_VTABLE_KERNEL(K_CP8)
 EB_VTABLE_KERNEL(K_MF64)
 #undef EB_VTABLE_KERNEL
-
-/* A full GENERIC tile of an 8-byte copy from its table, in out's runs of
- * orun entries as vtable_body, each 4 entries from e on read in one
- * vector where c4[e] says x0's offsets run on there too (short runs of
- * both arrays, as the 9 doubles of a permutation of dims of 3 and 9 that
- * the plan leaves to GENERIC), else from single loads. pf as in
- * vtable_body. */
-__attribute__((target("avx2"))) static void
-eb_kern_perm_ctable_avx2(int n, int orun, const int32_t *t,
-                         const uint8_t *c4, const char *x0, char *out,
-                         const int64_t *pf)
-{
-    const int32_t *to = t, *t0 = t + TABLE_MAX;
-    const double *x = (const double *)x0;
-    const char *p0 = pf ? x0 + pf[1] * 8 : x0;
-    char *po = pf ? out + pf[0] * 8 : out;
-    for (int r = 0; r < n; r += orun) {
-        double *o = (double *)out + to[r];
-        int j = 0;
-        for (; j + 4 <= orun; j += 4) {
-            int e = r + j;
-            if (pf) {
-                int line = (e & 7) < 4;
-                table_prefetch4(p0, t0 + e, !c4[e], line);
-                if (line)
-                    __builtin_prefetch(po + (int64_t)to[e] * 8, 1);
-            }
-            _mm256_storeu_pd(o + j, table_load4(x0, t0 + e, c4[e]));
-        }
-        for (; j < orun; j++)
-            o[j] = x[t0[r + j]];
-    }
-}
 
 #define EB_BY_KIND(pre)                                                     \
     {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
@@ -1141,10 +1120,10 @@ static row_fn *const row_fns[2][K_COUNT] = {
     EB_BY_KIND(eb_kern_perm_row_avx2_),
     EB_BY_KIND(eb_kern_perm_row_stream_avx2_)};
 static tile_fn *const tile_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_tile4_avx2_);
-/* The float64 multiply only (NULL: the scalar table): a copy's source
- * runs on with out only where the plan is ROW. */
+/* The float64 multiply and 8-byte copies (NULL: the scalar table). */
 static vtable_fn *const vtable_fns[K_COUNT] = {
-    NULL, NULL, NULL, NULL, eb_kern_perm_vtable_avx2_K_MF64};
+    NULL, eb_kern_perm_vtable_avx2_K_CP8, NULL, NULL,
+    eb_kern_perm_vtable_avx2_K_MF64};
 /* Copies only (RUNS plans have one source). */
 static runs_fn *const runs_fns[K_COUNT] = {
     eb_kern_perm_runs_avx2_K_CP4, eb_kern_perm_runs_avx2_K_CP8,
@@ -1232,7 +1211,7 @@ static int table_contiguous(const int32_t *t, int s, int n, int orun)
 
 /* c4[e]: do x0's offsets run on for the 4 entries from e (within out's
  * runs of orun entries)? 1 if at least half of the tile's vectors do
- * (eb_kern_perm_ctable_avx2 then; the scalar table otherwise: vectors
+ * (the vector table then; the scalar table otherwise: vectors
  * assembled from single loads are no faster). */
 static int table_chunks(const int32_t *t, int n, int orun, uint8_t *c4)
 {
@@ -1328,11 +1307,16 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     int ntab = p->mode == EB_PERM_GENERIC || !avx2
                    ? build_table(p, td, nt, table) : 0;
     /* Tables whose out runs hold a vector or more run in vectors. */
-    vtable_fn *vt = avx2 && ntab ? vtable_fns[k] : NULL;
+    vtable_fn *vt = avx2 && ntab && !p->stream ? vtable_fns[k] : NULL;
     int orun = vt ? table_orun(p, td, nt) : 0, c0 = 0, c1 = 0;
+    uint8_t c4[TABLE_MAX];
     if (orun < 4)
         vt = NULL;
-    if (vt) {
+    if (vt && KIND_NSRC(k) == 1) {
+        /* A copy whose source runs on with out in short runs. */
+        if (!table_chunks(table, ntab, orun, c4))
+            vt = NULL;
+    } else if (vt) {
         c0 = table_contiguous(table, 1, ntab, orun);
         c1 = KIND_NSRC(k) == 2 && table_contiguous(table, 2, ntab, orun);
         /* Only where a source runs on with out (a multiply by a
@@ -1343,12 +1327,6 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         if (!c0 && !c1)
             vt = NULL;
     }
-    /* 8-byte copies whose source runs on with out in short runs. */
-    uint8_t c4[TABLE_MAX];
-    int crun = ntab && avx2 && k == K_CP8 && !p->stream
-                   ? table_orun(p, td, nt) : 0;
-    if (crun < 4 || !table_chunks(table, ntab, crun, c4))
-        crun = 0;
     int row = avx2 && p->mode == EB_PERM_ROW && p->stride[0][last] == 1 &&
               (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
@@ -1370,11 +1348,8 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         int full = 1;
         for (int q = 0; q < nt; q++)
             full = full && ext[td[q]] == p->block[td[q]];
-        if (ntab && full && crun)
-            eb_kern_perm_ctable_avx2(ntab, crun, table, c4, a, w,
-                                     pf ? pfd : NULL);
-        else if (ntab && full && vt)
-            vt(ntab, orun, table, a, b, w, pf ? pfd : NULL, c0, c1);
+        if (ntab && full && vt)
+            vt(ntab, orun, table, a, b, w, pf ? pfd : NULL, c0, c1, c4);
         else if (ntab && full)
             perm_table(ntab, table, a, b, w, k, pf ? pfd : NULL,
                        p->stream);

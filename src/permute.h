@@ -109,6 +109,9 @@ void eb_perm_exec(const eb_perm *p, const void *x0, const void *x1,
  * next block while it computes. */
 void eb_perm_prefetch(const eb_perm *p, int src, const void *x);
 
+/* Elements of source src (0: x0, 1: x1) one execution reads, each once. */
+double eb_perm_src_elems(const eb_perm *p, int src);
+
 /* Bytes read and written by one execution, counting each array once (the
  * traffic the plan's tiles aim for). */
 double eb_perm_bytes(const eb_perm *p);

@@ -12,9 +12,9 @@
  * already claimed, never by a part it has not started. The caller claims
  * parts 0, 1, ... and the workers parts nparts - 1, nparts - 2, ...: the
  * same slices of memory stay on the same cores from run to run. It
- * returns when all parts are done. eb_team_run is eb_team_run_parts with one part per
- * thread. A part may run on any thread; per-part scratch is indexed by the
- * part, never by the thread. Jobs never allocate.
+ * returns when all parts are done. eb_team_run is eb_team_run_parts with
+ * one part per thread. A part may run on any thread; per-part scratch is
+ * indexed by the part, never by the thread. Jobs never allocate.
  * BLAS calls inside a job run with OpenBLAS set to one thread first
  * (fuse.c, and contract_exec.c for the GEMMs and GEMVs it splits).
  *

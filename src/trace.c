@@ -343,13 +343,12 @@ enum { STRIP_ROWS = 4096 };
  * Elements a plan moves, as improve_layouts compares layouts: its
  * preparations and post permutation (moved), plus its output for a
  * multiply or outer product the engine does not run as long rows
- * (eb_plan_engine_slow), plus, for
- * the own GEMM kernel writing a C of more than STRIP_ROWS rows in its
- * orientation (C's contiguous side as columns) and more than 24 columns,
- * C once more per extra column chunk. gm_queen's 9 x (59049 x 81 x 3)
- * step with C laid out column-major (59049 rows of 81) ran 2-3 times as
- * long as with C row-major, which the 1.6 M-element permutation it saved
- * did not pay.
+ * (eb_plan_engine_slow), plus, for the own GEMM kernel writing a C of
+ * more than STRIP_ROWS rows in its orientation (C's contiguous side as
+ * columns) and more than 24 columns, C once more per extra column chunk.
+ * gm_queen's 9 x (59049 x 81 x 3) step with C laid out column-major
+ * (59049 rows of 81) ran 2-3 times as long as with C row-major, which the
+ * 1.6 M-element permutation it saved did not pay.
  */
 static int64_t layout_cost(const eb_plan *p)
 {

@@ -546,7 +546,7 @@ static void test_generic_follow(eb_team *team)
 /* A copy whose source runs on with out for 9 elements at a time, the
  * dims around them short and scrambled (gm_queen's per-block output
  * permutation): the plan is GENERIC, and its tiles read the source in
- * vectors where 4 table entries run on (eb_kern_perm_ctable_avx2), from
+ * vectors where 4 table entries run on (the vector table), from
  * single loads where a vector would cross a run's end. Small and large
  * (the large one splits over the team and prefetches the next tiles);
  * vector and scalar kernels. */
