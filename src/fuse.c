@@ -264,7 +264,14 @@ static int batch_of(const eb_fuse_step *st, int l)
  * index at a time while the block stays too large, else in blocks of bw
  * and stops. Returns 0 when no choice makes a block fit
  * opts->cache_bytes (force: any size), else 1 with *net the bytes saved
- * less those read again.
+ * less those read again. Saved: each intermediate's write and read, but
+ * only its read where its producer's whole step runs the permutation
+ * engine in tiles or short rows (eb_plan_engine_slow): such a kernel is
+ * bound by its instructions, and writing its output to memory rather than
+ * to a block in cache costs it little (gm_queen5_5_3's outer products of
+ * 14 M elements in rows of 3: 13.0 and 13.7 ms whole, 11 and 12 on
+ * blocks, while the scatter of their consumer's blocks took 9-10 ms).
+ * Forced fusion (tests) counts both for every intermediate.
  */
 static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
                          const eb_fuse_opts *opts, eb_fuse_group *g,
@@ -272,9 +279,13 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
 {
     int last = g->nmem - 1;
     const eb_fuse_step *c = &steps[g->mem[last]];
-    double esz = (double)eb_dtype_size(g->dt), inter = 0;
-    for (int i = 0; i < last; i++)
-        inter += (double)steps[g->mem[i]].plan->out_elems * esz;
+    double esz = (double)eb_dtype_size(g->dt), inter = 0, saved = 0;
+    for (int i = 0; i < last; i++) {
+        const eb_plan *p = steps[g->mem[i]].plan;
+        inter += (double)p->out_elems * esz;
+        int slow = !opts->force && eb_plan_engine_slow(p);
+        saved += (slow ? 1.0 : 2.0) * (double)p->out_elems * esz;
+    }
     int cand[EB_MAX_RANK], nc = 0;
     for (int k = 0; k < c->plan->out_rank; k++) {
         int l = c->plan->out_ids[k], ok = inst->label_size[l] > 1;
@@ -342,7 +353,7 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
         g->lsize[k] = inst->label_size[g->labels[k]];
         g->nblocks *= k < g->nlab - 1 ? g->lsize[k] : nblk[n - 1];
     }
-    *net = 2.0 * inter - reread_bytes(steps, g, lab, nblk, n, opts);
+    *net = saved - reread_bytes(steps, g, lab, nblk, n, opts);
     return 1;
 }
 
