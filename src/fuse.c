@@ -254,9 +254,36 @@ static int batch_of(const eb_fuse_step *st, int l)
            axis_of(&st->op[1], l) >= 0;
 }
 
+int eb_fuse_last_use(const eb_fuse_group *g, int i)
+{
+    int last = i;
+    for (int j = i + 1; j < g->nmem; j++)
+        for (int q = 0; q < 2; q++)
+            if (g->internal[j][q] == i)
+                last = j;
+    return last;
+}
+
+/* Bytes of the whole intermediates that are live at once while a member
+ * runs (the most over the members): what a block of them keeps in cache,
+ * their buffers laid out by lifetime (trace.c, plan_slab). */
+static double live_bytes(const eb_fuse_step *steps, const eb_fuse_group *g)
+{
+    double most = 0, esz = (double)eb_dtype_size(g->dt);
+    for (int j = 0; j < g->nmem; j++) {
+        double live = 0;
+        for (int i = 0; i < g->nmem - 1; i++)
+            if (i <= j && j <= eb_fuse_last_use(g, i))
+                live += (double)steps[g->mem[i]].plan->out_elems * esz;
+        most = live > most ? live : most;
+    }
+    return most;
+}
+
 /*
  * Choose the blocked labels of g (members, internal set) so that a block
- * of the intermediates takes at most opts->block_bytes: candidates are the
+ * of the intermediates live at once (live_bytes) takes at most
+ * opts->block_bytes: candidates are the
  * consumer's output labels that every intermediate has and no member
  * repeats. Each round takes the candidate that makes the group read the
  * least again, then a batch label of the consumer before the others (its
@@ -279,10 +306,9 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
 {
     int last = g->nmem - 1;
     const eb_fuse_step *c = &steps[g->mem[last]];
-    double esz = (double)eb_dtype_size(g->dt), inter = 0, saved = 0;
+    double esz = (double)eb_dtype_size(g->dt), saved = 0;
     for (int i = 0; i < last; i++) {
         const eb_plan *p = steps[g->mem[i]].plan;
-        inter += (double)p->out_elems * esz;
         int slow = !opts->force && eb_plan_engine_slow(p);
         saved += (slow ? 1.0 : 2.0) * (double)p->out_elems * esz;
     }
@@ -300,7 +326,7 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
     }
     int lab[EB_MAX_RANK], taken[EB_MAX_RANK] = {0}, n = 0;
     int64_t nblk[EB_MAX_RANK], bw = 1;
-    double block = inter;
+    double block = live_bytes(steps, g);
     while (block > (double)opts->block_bytes) {
         int best = -1, bclass = 0;
         double bcost = 0;

@@ -17,15 +17,17 @@
  * Blocks: one index at a time along each blocked label but the last, bw
  * indices of the last (one label when that is enough: dims of 3 need
  * several). The labels are chosen (eb_fuse_plan) until a block of the
- * intermediates fits opts->block_bytes: first those whose blocks make no
- * large operand be read again, among them the consumer's batch labels
- * first (its matrices keep their sides). A group whose block cannot fit
- * opts->cache_bytes, or whose blocks save less than they read again or
- * than their members' plans on blocks move beyond the whole steps', is
- * not made. When the blocked labels are the outermost of the consumer's
- * output, a block of it is one contiguous piece and the consumer writes it
- * in place; otherwise it writes the block compact and a permutation
- * (permute.h) puts it in place.
+ * intermediates live at once fits opts->block_bytes (a chain's earlier
+ * blocks are dead by its later members, and trace lays the members'
+ * buffers out by lifetime: eb_fuse_last_use): first those whose blocks
+ * make no large operand be read again, among them the consumer's batch
+ * labels first (its matrices keep their sides). A group whose block
+ * cannot fit opts->cache_bytes, or whose blocks save less than they read
+ * again or than their members' plans on blocks move beyond the whole
+ * steps', is not made. When the blocked labels are the outermost of the
+ * consumer's output, a block of it is one contiguous piece and the
+ * consumer writes it in place; otherwise it writes the block compact and
+ * a permutation (permute.h) puts it in place.
  *
  * The numbers are those of the same kernels on the blocks: each output
  * element is the same sum, though a block's plan may pick another kernel
@@ -133,6 +135,11 @@ typedef struct {
 eb_status eb_fuse_plan(const eb_instance *inst, const eb_fuse_step *steps,
                        int n, const eb_fuse_opts *opts,
                        eb_fuse_group **groups, int *ngroups, eb_error *err);
+
+/* The last member of g that reads member i's block (i itself when none
+ * does: the consumer). A member's scratch is needed only while it runs, a
+ * block of an intermediate from its producer to this member. */
+int eb_fuse_last_use(const eb_fuse_group *g, int i);
 
 /* Where a group's data lives at run time. */
 typedef struct {

@@ -17,6 +17,8 @@ typedef struct {
     int last;                      /* the path's last step (fixed order) */
     int64_t off[4];                /* arena offsets: prep0, prep1, tmp, out
                                       (elements) */
+    int64_t goff[4];               /* in a fused group: the buffers'
+                                      offsets in a part's slab (-1: none) */
     const void *a, *b;
     void *p0, *p1, *tmp, *out;
 } tstep;
@@ -28,6 +30,8 @@ typedef struct {
     eb_fuse_group *groups;  /* run at their consumer's turn */
     eb_fuse_bind *binds;
     int nparts;             /* copies of a group's buffers (team size) */
+    int64_t *slab;          /* per group: a part's slab of its members'
+                               buffers (elements), then its offset */
     int64_t *step_ns;       /* step clock (time_steps), or NULL */
     eb_dtype dt;            /* element type of every buffer */
     char *arena;
@@ -262,17 +266,53 @@ static int turn(const program *p, int t)
 }
 
 /*
+ * A fused group's slab: the buffers of its members (scratch, blocks of
+ * intermediates) for one part, laid out by their lifetimes within a block
+ * (member i's scratch while it runs, its block from member i to the last
+ * member that reads it: fuse.h, eb_fuse_last_use), so that a chain of
+ * products reuses a few blocks in cache instead of touching one per
+ * member. Returns the slab's elements; sets the members' goff.
+ */
+static int64_t plan_slab(program *p, const eb_fuse_group *g)
+{
+    buf_req r[4 * EB_FUSE_MAX];
+    int n = 0, last = g->nmem - 1;
+    for (int i = 0; i < g->nmem; i++) {
+        tstep *s = &p->steps[g->mem[i]];
+        for (int q = 0; q < 4; q++) {
+            s->goff[q] = -1;
+            if (g->buf_elems[i][q] == 0 || (q == 3 && i == last))
+                continue;
+            r[n++] = (buf_req){round64(p->dt, g->buf_elems[i][q]), i,
+                               q < 3 ? i : eb_fuse_last_use(g, i),
+                               &s->goff[q]};
+        }
+    }
+    return assign_offsets(r, n);
+}
+
+/*
  * Lifetimes of all buffers of the program; offsets into the arena. A
  * buffer lives from the turn its step runs to the turn its consumer runs;
- * the buffers of a fused group's members (scratch, blocks of
- * intermediates) live during the group's turn only.
+ * a fused group's slabs (one per part) live during the group's turn only,
+ * and its consumer's output like any step's.
  */
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
     buf_req *r = malloc((size_t)(4 * p->nsteps) * sizeof *r);
-    if (!r)
+    p->slab = calloc((size_t)(2 * p->ngroups + 1), sizeof *p->slab);
+    if (!r || !p->slab) {
+        free(r);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
     int n = 0;
+    for (int k = 0; k < p->ngroups; k++) {
+        const eb_fuse_group *g = &p->groups[k];
+        int at = g->mem[g->nmem - 1];
+        p->slab[2 * k] = plan_slab(p, g);
+        r[n++] = (buf_req){p->nparts * p->slab[2 * k], at, at,
+                           &p->slab[2 * k + 1]};
+    }
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
         const eb_plan *pl = &s->plan;
@@ -281,16 +321,15 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
                             pl->tmp_elems, pl->out_elems};
         int at = turn(p, t), until = turn(p, consumer[t]);
         if (s->group >= 0) {
+            /* In the slab, but the consumer's whole output. */
             const eb_fuse_group *g = &p->groups[s->group];
-            int i = 0;
-            while (g->mem[i] != t)
-                i++;
-            for (int q = 0; q < 4; q++)
-                sizes[q] = p->nparts * round64(p->dt, g->buf_elems[i][q]);
-            if (i < g->nmem - 1)
-                until = at; /* a block, consumed inside the group */
-            else
-                sizes[3] = pl->out_elems;
+            for (int q = 0; q < 3; q++)
+                sizes[q] = 0;
+            if (t != g->mem[g->nmem - 1]) {
+                for (int q = 0; q < 4; q++)
+                    s->off[q] = -1;
+                continue;
+            }
         }
         for (int q = 0; q < 4; q++) {
             s->off[q] = -1;
@@ -784,14 +823,14 @@ static void bind(program *p, const eb_view *inputs, int n)
             const tstep *s = &p->steps[g->mem[i]];
             b->ext[i][0] = g->internal[i][0] < 0 ? s->a : NULL;
             b->ext[i][1] = g->internal[i][1] < 0 ? s->b : NULL;
-            char *base[4] = {s->p0, s->p1, s->tmp, s->out};
+            char *slab = p->arena + p->slab[2 * k + 1] * esz;
             for (int part = 0; part < p->nparts; part++)
                 for (int q = 0; q < 4; q++)
                     b->buf[part][i][q] =
-                        base[q] ? base[q] + part * esz *
-                                                round64(p->dt,
-                                                        g->buf_elems[i][q])
-                                : NULL;
+                        s->goff[q] >= 0
+                            ? slab + (part * p->slab[2 * k] + s->goff[q]) *
+                                         esz
+                            : NULL;
         }
         b->out = p->steps[g->mem[g->nmem - 1]].out;
     }
@@ -804,6 +843,7 @@ static void program_free(program *p)
     free(p->steps);
     free(p->groups);
     free(p->binds);
+    free(p->slab);
     eb_mem_free(p->arena);
     free(p);
 }

@@ -422,20 +422,23 @@ static void test_short_side_first(eb_team **teams)
 
 /* The default cost model on shipped instances: gm_queen5_5_3's skinny
  * GEMM and its consumer (a 1 GB intermediate, dims of 3) run blocked
- * along several labels, blocks of 1 MiB at most (on average), while its
- * multiply whose operands come from two outer products in rows of 3
- * (slow kernels: only the reads of their outputs would be saved, less
- * than the scatter of the blocks costs) runs whole; the MERA network's
- * flop-bound steps form no group. */
+ * along several labels, blocks of 1 MiB at most (on average); its chain
+ * of 8 steps in blocks whose 7 intermediates take more than 1 MiB, of
+ * which those live at once (3) take less (trace.c lays the chain's
+ * buffers out by lifetime); its multiply whose operands come from two
+ * outer products in rows of 3 (slow kernels: only the reads of their
+ * outputs would be saved, less than the scatter of the blocks costs)
+ * runs whole; the MERA network's flop-bound steps form no group. */
 static void test_default_shipped(void)
 {
     static const struct {
         const char *file;
         int consumer; /* step whose group to find, -1: none at all */
         int alone;    /* a step in no group (-1: none checked) */
+        int chain;    /* consumer of a chain sized by its live blocks */
     } cases[] = {
-        {"instances/gm_queen5_5_3.wcsp.json", 148, 76},
-        {"instances/str_nw_mera_closed_120.json", -1, -1},
+        {"instances/gm_queen5_5_3.wcsp.json", 148, 76, 83},
+        {"instances/str_nw_mera_closed_120.json", -1, -1, -1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         eb_instance *inst;
@@ -470,6 +473,19 @@ static void test_default_shipped(void)
                      "%s step %d: fused %d along %d labels, %g-byte blocks",
                      cases[k].file, cases[k].consumer, c->fused_at,
                      c->fuse_nlab, block);
+            /* The chain's blocks are sized by the intermediates live at
+             * once (at most 1 MiB), not by all of them (more). */
+            int ch = cases[k].chain;
+            double all = 0;
+            for (int s = 0; ch >= 0 && s < n; s++)
+                if (d[s].fused_at == ch && s != ch)
+                    all += 8.0 * (double)d[s].plan.out_elems /
+                           (double)d[ch].fuse_blocks;
+            EB_CHECK(ch < 0 || (d[ch].fused_at == ch &&
+                                all > (double)o.cache_bytes &&
+                                all <= 3.0 * (double)o.block_bytes),
+                     "%s step %d: a chain's blocks of %g bytes of "
+                     "intermediates in all", cases[k].file, ch, all);
             int a = cases[k].alone;
             EB_CHECK(a < 0 || (a < n && d[a].fused_at < 0),
                      "%s step %d runs whole (fused at %d)", cases[k].file, a,
