@@ -808,16 +808,22 @@ eb_kern_gemm_few_rows_avx2(int64_t M, int64_t N, int64_t K, const double *a,
 /*
  * C = A B for at most FEW_ROWS_MAX rows of C, a B with contiguous columns
  * larger than the caches and a short K (K1 K <= FEW_K_MAX): 8 columns of
- * C at a time, every row of B's strip read once (one line each) and all
- * of K summed in registers (2 M accumulators), C stored once. The
- * chunked few-rows kernel loads and stores its block of C for every two
- * rows of B, and the row kernel copies B's panels: for gm_queen's 81 x (3
- * x 19683 x 27) step both ran at 11-12 GFLOP/s with B from memory. The K
- * rows of B are K streams one line apart per strip; each is prefetched
- * FEW_K_PF elements ahead (the hardware prefetcher does not follow that
- * many).
+ * C at a time, every row of B's strip read once (one line each) and K
+ * summed in registers (2 M accumulators). The chunked few-rows kernel
+ * loads and stores its block of C for every two rows of B, and the row
+ * kernel copies B's panels: for gm_queen's 81 x (3 x 19683 x 27) step
+ * both ran at 11-12 GFLOP/s with B from memory. The K rows of B are K
+ * streams one line apart per strip; each is prefetched FEW_K_PF elements
+ * ahead. Where K is longer than FEW_K_SLICE and C's rows are contiguous,
+ * the strips run over panels of FEW_K_COLS columns FEW_K_SLICE rows of B
+ * at a time, each slice but the first adding to the accumulators it
+ * loads back from C (the same sums in the same order): K streams of B at
+ * once were more than the prefetchers follow (that step: 29-34 ms in all
+ * against 21-25 with slices of 8 rows of 4096 columns; 512 columns
+ * 25-26, slices of 4 or 16 27-32).
  */
-enum { FEW_K_MAX = EB_FEW_K_MAX, FEW_K_PF = 128 };
+enum { FEW_K_MAX = EB_FEW_K_MAX, FEW_K_PF = 128, FEW_K_SLICE = 8,
+       FEW_K_COLS = 4096 };
 
 int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn)
 {
@@ -827,17 +833,23 @@ int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn)
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 few_k_strip(int64_t j, int64_t left, const double *ap, const double *b,
-            const int64_t *boff, int64_t kt, double *c, int64_t scm,
-            int64_t scn, const int mr, const int nv)
+            const int64_t *boff, int64_t t0, int64_t kt, double *c,
+            int64_t scm, int64_t scn, const int mr, const int nv)
 {
     __m256d acc[FEW_ROWS_MAX][2];
     _Pragma("GCC unroll 8")
     for (int r = 0; r < mr; r++) {
-        acc[r][0] = _mm256_setzero_pd();
-        acc[r][1] = _mm256_setzero_pd();
+        if (t0 > 0) {
+            acc[r][0] = _mm256_loadu_pd(c + r * scm + j);
+            acc[r][1] = nv == 2 ? _mm256_loadu_pd(c + r * scm + j + 4)
+                                : _mm256_setzero_pd();
+        } else {
+            acc[r][0] = _mm256_setzero_pd();
+            acc[r][1] = _mm256_setzero_pd();
+        }
     }
     int pf = left > FEW_K_PF;
-    for (int64_t t = 0; t < kt; t++) {
+    for (int64_t t = t0; t < kt; t++) {
         const double *br = b + boff[t] + j;
         if (pf)
             _mm_prefetch((const char *)(br + FEW_K_PF), _MM_HINT_T0);
@@ -872,10 +884,27 @@ few_k_rows(int64_t N, const double *ap, const double *b, const int64_t *boff,
            int64_t kt, double *c, int64_t scm, int64_t scn, const int mr)
 {
     int64_t j = 0;
-    for (; j + 8 <= N; j += 8)
-        few_k_strip(j, N - j, ap, b, boff, kt, c, scm, scn, mr, 2);
+    if (scn == 1 && kt > FEW_K_SLICE) {
+        /* Panels of FEW_K_COLS columns (whole strips), FEW_K_SLICE rows
+         * of B at a time, each slice adding to the panel of C it left in
+         * the caches. */
+        while (j + 8 <= N) {
+            int64_t je = N - j < FEW_K_COLS ? j + (N - j) / 8 * 8
+                                            : j + FEW_K_COLS;
+            for (int64_t t0 = 0; t0 < kt; t0 += FEW_K_SLICE) {
+                int64_t te = kt - t0 < FEW_K_SLICE ? kt : t0 + FEW_K_SLICE;
+                for (int64_t s = j; s < je; s += 8)
+                    few_k_strip(s, je - s, ap, b, boff, t0, te, c, scm, scn,
+                                mr, 2);
+            }
+            j = je;
+        }
+    } else {
+        for (; j + 8 <= N; j += 8)
+            few_k_strip(j, N - j, ap, b, boff, 0, kt, c, scm, scn, mr, 2);
+    }
     if (j + 4 <= N) {
-        few_k_strip(j, 0, ap, b, boff, kt, c, scm, scn, mr, 1);
+        few_k_strip(j, 0, ap, b, boff, 0, kt, c, scm, scn, mr, 1);
         j += 4;
     }
     for (; j < N; j++)

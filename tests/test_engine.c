@@ -675,8 +675,10 @@ static void test_few_rows(void)
 /* The short-K few-rows kernel (eb_kern_small_gemm_few_k: M <= 6, B's
  * columns contiguous, K1 K <= 64, B of 2^16 elements or more): N's tails
  * of 0 to 7 past the 8-column strips (a 4-column strip, then single
- * columns), K of 1 to 64 in one or two levels, every C layout; K1 K of 65
- * and M of 7 take the other kernels. */
+ * columns), K of 1 to 64 in one or two levels, every C layout; K past 8
+ * with row-major C in slices of 8 rows over panels of 4096 columns (three
+ * whole panels and a tail of 1 or 7, K of 9 and 17: slices of 8, 8, 1);
+ * K1 K of 65 and M of 7 take the other kernels. */
 static void test_few_k(void)
 {
     static const struct {
@@ -686,6 +688,7 @@ static void test_few_k(void)
         {4, 4100, 16, 2}, {5, 1031, 64, 1},  {6, 2053, 33, 1},
         {3, 8196, 8, 1},  {4, 16389, 4, 1},  {6, 1030, 65, 1},
         {7, 2048, 32, 1}, {2, 3001, 11, 3},  {5, 9000, 8, 1},
+        {4, 12289, 17, 1}, {1, 12295, 9, 1},
     };
     uint64_t seed = 31;
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
