@@ -171,18 +171,21 @@ static void test_no_alloc_in_samples(void)
         return;
     }
     /* The interposer counts the engine's calls, not only BLAS's: a
-     * malloc and a free from here are two. */
+     * malloc and a free from here are two. (Not under a wrapper:
+     * valgrind replaces the allocator's entry points itself.) */
 #if EB_COUNT_ALLOCS
     dl_iterate_phdr(find_blas, NULL);
 #endif
-    alloc_calls = blas_calls = 0;
-    counting = 1;
-    void *volatile probe = malloc(16);
-    free(probe);
-    counting = 0;
-    EB_CHECK(alloc_calls == 2 && blas_calls == 0,
-             "the interposer counts calls outside BLAS: %ld (BLAS %ld)",
-             alloc_calls, blas_calls);
+    if (!wrapped()) {
+        alloc_calls = blas_calls = 0;
+        counting = 1;
+        void *volatile probe = malloc(16);
+        free(probe);
+        counting = 0;
+        EB_CHECK(alloc_calls == 2 && blas_calls == 0,
+                 "the interposer counts calls outside BLAS: %ld (BLAS %ld)",
+                 alloc_calls, blas_calls);
+    }
     const char *names[] = {"nary_matmul_chain_64",
                            "bin_batched_outer_product_noncompact_j16_k16_o64_t64",
                            "lm_batch_likelihood_sentence_3_12d",
