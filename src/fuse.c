@@ -270,10 +270,13 @@ int eb_fuse_last_use(const eb_fuse_group *g, int i)
 static double live_bytes(const eb_fuse_step *steps, const eb_fuse_group *g)
 {
     double most = 0, esz = (double)eb_dtype_size(g->dt);
+    int until[EB_FUSE_MAX];
+    for (int i = 0; i < g->nmem - 1; i++)
+        until[i] = eb_fuse_last_use(g, i);
     for (int j = 0; j < g->nmem; j++) {
         double live = 0;
-        for (int i = 0; i < g->nmem - 1; i++)
-            if (i <= j && j <= eb_fuse_last_use(g, i))
+        for (int i = 0; i <= j && i < g->nmem - 1; i++)
+            if (j <= until[i])
                 live += (double)steps[g->mem[i]].plan->out_elems * esz;
         most = live > most ? live : most;
     }
@@ -283,13 +286,12 @@ static double live_bytes(const eb_fuse_step *steps, const eb_fuse_group *g)
 /*
  * Choose the blocked labels of g (members, internal set) so that a block
  * of the intermediates live at once (live_bytes) takes at most
- * opts->block_bytes: candidates are the
- * consumer's output labels that every intermediate has and no member
- * repeats. Each round takes the candidate that makes the group read the
- * least again, then a batch label of the consumer before the others (its
- * kernel keeps its matrix sides), then the outermost; it takes it one
- * index at a time while the block stays too large, else in blocks of bw
- * and stops. Returns 0 when no choice makes a block fit
+ * opts->block_bytes: candidates are the consumer's output labels that
+ * every intermediate has and no member repeats. Each round takes the
+ * candidate that makes the group read the least again, then a batch label
+ * of the consumer before the others (its kernel keeps its matrix sides),
+ * then the outermost; it takes it one index at a time while the block
+ * stays too large, else in blocks of bw and stops. Returns 0 when no choice makes a block fit
  * opts->cache_bytes (force: any size), else 1 with *net the bytes saved
  * less those read again. Saved: each intermediate's write and read, but
  * only its read where its producer's whole step runs the permutation

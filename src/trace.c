@@ -23,6 +23,12 @@ typedef struct {
     void *p0, *p1, *tmp, *out;
 } tstep;
 
+/* A fused group's members' buffers for one part (elements), and where
+ * its nparts copies start in the arena. */
+typedef struct {
+    int64_t elems, off;
+} eb_slab;
+
 typedef struct {
     int nsteps;
     tstep *steps;
@@ -30,8 +36,7 @@ typedef struct {
     eb_fuse_group *groups;  /* run at their consumer's turn */
     eb_fuse_bind *binds;
     int nparts;             /* copies of a group's buffers (team size) */
-    int64_t *slab;          /* per group: a part's slab of its members'
-                               buffers (elements), then its offset */
+    eb_slab *slabs;         /* per group: its members' buffers */
     int64_t *step_ns;       /* step clock (time_steps), or NULL */
     eb_dtype dt;            /* element type of every buffer */
     char *arena;
@@ -300,8 +305,8 @@ static int64_t plan_slab(program *p, const eb_fuse_group *g)
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
     buf_req *r = malloc((size_t)(4 * p->nsteps) * sizeof *r);
-    p->slab = calloc((size_t)(2 * p->ngroups + 1), sizeof *p->slab);
-    if (!r || !p->slab) {
+    p->slabs = calloc((size_t)(p->ngroups + 1), sizeof *p->slabs);
+    if (!r || !p->slabs) {
         free(r);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }
@@ -309,9 +314,9 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
     for (int k = 0; k < p->ngroups; k++) {
         const eb_fuse_group *g = &p->groups[k];
         int at = g->mem[g->nmem - 1];
-        p->slab[2 * k] = plan_slab(p, g);
-        r[n++] = (buf_req){p->nparts * p->slab[2 * k], at, at,
-                           &p->slab[2 * k + 1]};
+        eb_slab *sl = &p->slabs[k];
+        sl->elems = plan_slab(p, g);
+        r[n++] = (buf_req){p->nparts * sl->elems, at, at, &sl->off};
     }
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
@@ -823,13 +828,13 @@ static void bind(program *p, const eb_view *inputs, int n)
             const tstep *s = &p->steps[g->mem[i]];
             b->ext[i][0] = g->internal[i][0] < 0 ? s->a : NULL;
             b->ext[i][1] = g->internal[i][1] < 0 ? s->b : NULL;
-            char *slab = p->arena + p->slab[2 * k + 1] * esz;
+            const eb_slab *sl = &p->slabs[k];
+            char *slab = p->arena + sl->off * esz;
             for (int part = 0; part < p->nparts; part++)
                 for (int q = 0; q < 4; q++)
                     b->buf[part][i][q] =
                         s->goff[q] >= 0
-                            ? slab + (part * p->slab[2 * k] + s->goff[q]) *
-                                         esz
+                            ? slab + (part * sl->elems + s->goff[q]) * esz
                             : NULL;
         }
         b->out = p->steps[g->mem[g->nmem - 1]].out;
@@ -843,7 +848,7 @@ static void program_free(program *p)
     free(p->steps);
     free(p->groups);
     free(p->binds);
-    free(p->slab);
+    free(p->slabs);
     eb_mem_free(p->arena);
     free(p);
 }
