@@ -170,6 +170,17 @@ static void compact_axes(const group *const *gs, int ng,
     x->elems = s;
 }
 
+/* Do x and y hold the same labels with the same strides? */
+static int same_axes(const axes *x, const axes *y)
+{
+    if (x->n != y->n)
+        return 0;
+    for (int k = 0; k < x->n; k++)
+        if (x->id[k] != y->id[k] || x->stride[k] != y->stride[k])
+            return 0;
+    return 1;
+}
+
 /* The compact layout of the required output order: keep's labels of size
  * > 1. */
 static void keep_axes(const int *keep, int nkeep, const int64_t *label_size,
@@ -285,12 +296,16 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
 }
 
 static void layout_output(const eb_plan *p, const orders *o, const int *keep,
-                          int nkeep, int fixed, const int64_t *label_size,
-                          layout *L)
+                          int nkeep, int fixed, int tpost,
+                          const int64_t *label_size, layout *L)
 {
     /* An outer product in its own order puts the larger operand's free
-     * labels innermost: its rows are then copied whole, scaled. */
+     * labels innermost: its rows are then copied whole, scaled. With
+     * tpost (WIDE_POST) the kernel writes C with its longer side
+     * innermost and a post permutation puts it in the fixed order. */
     int swap = p->kind == EB_KIND_OUTER && L->lay[0].elems > L->lay[1].elems;
+    if (tpost)
+        swap = p->M > p->N;
     const group *gs[3] = {&o->b, swap ? &o->n : &o->m,
                           swap ? &o->m : &o->n};
     compact_axes(gs, 3, label_size, &L->tmp);
@@ -301,6 +316,11 @@ static void layout_output(const eb_plan *p, const orders *o, const int *keep,
     }
     keep_axes(keep, nkeep, label_size, &L->c);
     int64_t scm, scn;
+    if (tpost && !same_axes(&L->c, &L->tmp)) {
+        L->post = 1;
+        L->cost += L->c.elems;
+        return;
+    }
     int ok = eb_kind_engine(p->kind) ||
              (fuse(&L->c, &o->m, label_size, &scm) &&
               fuse(&L->c, &o->n, label_size, &scn) &&
@@ -343,7 +363,7 @@ static int k_split(const axes *ax, const group *k, const int64_t *label_size)
 
 static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
                      const orders *o, const int *keep, int nkeep, int fixed,
-                     const int64_t *label_size, layout *L)
+                     int tpost, const int64_t *label_size, layout *L)
 {
     L->cost = 0;
     L->ksplit = p->kind == EB_KIND_SMALL_GEMM && !nsum[0] && !nsum[1]
@@ -352,7 +372,7 @@ static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
     layout_operand(p, &ax[0], nsum[0], o, 0, label_size, L);
     if (p->kind != EB_KIND_COPY)
         layout_operand(p, &ax[1], nsum[1], o, 1, label_size, L);
-    layout_output(p, o, keep, nkeep, fixed, label_size, L);
+    layout_output(p, o, keep, nkeep, fixed, tpost, label_size, L);
     /* The own kernel computes a C whose m side is the contiguous one as
      * C^T = B^T A^T, reading A^T as its right operand: a prepared A then
      * goes k-major, m contiguous, or the kernel copies its panels once
@@ -407,7 +427,10 @@ static int few_k_to_blas(const eb_plan *p)
            !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
 }
 
-/* wide: take mid_skinny GEMMs to the own kernel (see eb_contract_plan). */
+/* How plan() treats mid_skinny GEMMs (see eb_contract_plan): BLAS, the
+ * own kernel, or the own kernel writing C through a post permutation. */
+enum { WIDE_BLAS, WIDE_OWN, WIDE_POST };
+
 static eb_kind pick_kind(const eb_plan *p, int wide)
 {
     if (p->M == 1 && p->N == 1 && p->K == 1)
@@ -1318,6 +1341,22 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
                       int nkeep, int fixed_order, const int64_t *label_size,
                       eb_dtype dt, int wide, eb_plan *p, eb_error *err);
 
+/* See eb_contract_plan: the shortest K of a mid_skinny GEMM in a fixed
+ * order whose C goes through a post permutation to the own kernel. */
+#ifndef POST_MIN_K
+#define POST_MIN_K 128
+#endif
+
+/* Are the own kernel's rows C's shorter side (its long side contiguous)? */
+static int short_rows(const eb_plan *p)
+{
+    int t = p->scn != 1 && p->scm == 1;
+    int64_t rows = t ? p->N : p->M, shorter = p->M < p->N ? p->M : p->N;
+    if (p->scm != 1 && p->scn != 1)
+        rows = -1; /* C strided both ways: a stack tile, rows of M */
+    return rows == shorter;
+}
+
 /*
  * A GEMM whose short side is from SKINNY_MN to EB_SKINNY_SIDE - 1
  * (mid_skinny) runs on the own kernel only where that kernel's rows are
@@ -1327,23 +1366,37 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
  * by 6 vectors and was slower than BLAS (404 x 21 x 480, A stored [k][m]:
  * 10 against 18 GFLOP/s with A from memory, 24 against 26 from cache;
  * with the short side as rows 20 and 35).
+ *
+ * In a fixed output order (eager's), such a C whose short side is the
+ * contiguous one is first planned the other way round: the kernel writes
+ * C long side contiguous into scratch (the post permutation then stores
+ * its few thousand elements in the fixed order), where K is at least
+ * POST_MIN_K and the long side's operand is contiguous along it (the
+ * kernel reads it in place). str_matrix_chain's 96 steps of 21 x (94 to
+ * 507) x (43 to 507), C [long][21]: eager 20.4 -> 15.8-16.1 ms (trace
+ * 14.6-17.6), one step of 404 x 21 x 480 alone 0.365 -> 0.28 ms. With a
+ * short K and operands in cache BLAS stays faster (301 x 29 x 100: 46
+ * against 28 GFLOP/s, at K = 150 even), so shorter Ks keep BLAS.
  */
 eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            int nkeep, int fixed_order,
                            const int64_t *label_size, eb_dtype dt,
                            eb_plan *p, eb_error *err)
 {
-    eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt, 1, p,
-                        err);
-    if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p))
+    eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt,
+                        WIDE_OWN, p, err);
+    if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p) ||
+        short_rows(p))
         return st;
-    int t = p->scn != 1 && p->scm == 1;
-    int64_t rows = t ? p->N : p->M, shorter = p->M < p->N ? p->M : p->N;
-    if (p->scm != 1 && p->scn != 1)
-        rows = -1; /* C strided both ways: a stack tile, rows of M */
-    if (rows == shorter)
-        return st;
-    return plan(a, b, keep, nkeep, fixed_order, label_size, dt, 0, p, err);
+    if (fixed_order && p->K >= POST_MIN_K &&
+        (p->M > p->N ? p->sam : p->sbn) == 1) {
+        st = plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_POST,
+                  p, err);
+        if (st || (p->kind == EB_KIND_SMALL_GEMM && short_rows(p)))
+            return st;
+    }
+    return plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_BLAS, p,
+                err);
 }
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
@@ -1399,8 +1452,8 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     layout best, L;
     int bi = 0;
     for (int c = 0; c < nc; c++) {
-        evaluate(p, ax, nsum, &cand[c], keep, nkeep, fixed_order, label_size,
-                 &L);
+        evaluate(p, ax, nsum, &cand[c], keep, nkeep, fixed_order,
+                 wide == WIDE_POST, label_size, &L);
         if (c == 0 || L.cost < best.cost) {
             best = L;
             bi = c;

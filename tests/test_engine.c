@@ -102,6 +102,14 @@ static const case_t cases[] = {
     {"ji,jk->ik", "i=27,j=203,k=97", EB_KIND_SMALL_GEMM, 0},
     {"ij,jk->ik", "i=151,j=37,k=23", EB_KIND_GEMM, 0},
     {"ji,kj->ik", "i=301,j=45,k=29", EB_KIND_GEMM, 0},
+    /* ... unless K is at least POST_MIN_K (128) and the long side's
+     * operand is contiguous along it: then the own kernel writes C with
+     * its long side contiguous and a post permutation puts it in the
+     * fixed order (long side M or N, short side 21 to 31). */
+    {"ji,kj->ik", "i=301,j=150,k=29", EB_KIND_SMALL_GEMM, 0},
+    {"ji,jk->ik", "i=203,j=131,k=21", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ki", "i=23,j=150,k=301", EB_KIND_SMALL_GEMM, 0},
+    {"ij,jk->ik", "i=151,j=137,k=23", EB_KIND_GEMM, 0},
     /* A short K goes to the own kernel, batched or not: row-major C,
      * column-major C (computed transposed), B without unit column stride
      * (copied in panels), and C strided both ways (a stack tile). */
@@ -1021,6 +1029,61 @@ static void test_broadcast_chain(void)
 }
 
 /*
+ * Eager's fixed output order with a short side of 21 to 31 along C's
+ * contiguous dim (mid_skinny): the own kernel, whose rows must be the
+ * short side, writes C long side contiguous into scratch and a post
+ * permutation stores it in the fixed order, where K >= POST_MIN_K (128)
+ * and the long side's operand is contiguous along it (str_matrix_chain's
+ * 480 x 21 x 272 with C [x][u]); below that K, BLAS writes C in place.
+ */
+static void test_mid_skinny_post(void)
+{
+    static const struct {
+        const char *fs, *sizes;
+        int post;
+    } nets[] = {
+        {"ji,kj->ik", "i=301,j=150,k=29", 1},
+        {"ji,jk->ik", "i=203,j=131,k=21", 1},
+        {"ij,jk->ki", "i=23,j=150,k=301", 1},
+        {"ji,kj->ik", "i=301,j=127,k=29", 0},
+    };
+    for (size_t c = 0; c < sizeof nets / sizeof nets[0]; c++) {
+        tu_sizes sp = {nets[c].sizes};
+        eb_instance *inst = tu_instance(nets[c].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", nets[c].fs);
+        if (!inst)
+            continue;
+        eb_pair steps[1] = {{0, 1}};
+        eb_path path = {.strategy = "test", .num_steps = 1, .steps = steps};
+        eb_step_desc d;
+        eb_error err;
+        EB_CHECK(eb_eager_describe(inst, &path, &d, &err) == EB_OK,
+                 "%s (%s): eager plans", nets[c].fs, nets[c].sizes);
+        const eb_plan *p = &d.plan;
+        int t = p->scn != 1 && p->scm == 1;
+        int64_t rows = t ? p->N : p->M;
+        if (nets[c].post)
+            EB_CHECK(p->kind == EB_KIND_SMALL_GEMM && p->post &&
+                         rows == (p->M < p->N ? p->M : p->N) &&
+                         !p->prep[0] && !p->prep[1],
+                     "%s (%s): %s, post %d, kernel rows %lld, preparations "
+                     "%d + %d",
+                     nets[c].fs, nets[c].sizes, eb_kind_name(p->kind),
+                     p->post, (long long)rows, p->prep[0], p->prep[1]);
+        else
+            EB_CHECK(p->kind == EB_KIND_GEMM && !p->post,
+                     "%s (%s): %s, post %d", nets[c].fs, nets[c].sizes,
+                     eb_kind_name(p->kind), p->post);
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 71 + c, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "%s (%s) %s: rel err %g",
+                     nets[c].fs, nets[c].sizes, eb_mode_name((eb_mode)m), e);
+        }
+        eb_instance_destroy(inst);
+    }
+}
+
+/*
  * A product by a small factor whose labels sit just outside the output's
  * innermost dims (gm_queen's 3 x 3 factors on blocks of 27-element rows):
  * the engine could run it as rows, but rows of 35 elements cost a pass of
@@ -1148,6 +1211,7 @@ int main(void)
     test_layout_search();
     test_broadcast_chain();
     test_short_rows();
+    test_mid_skinny_post();
     test_kmajor_prep();
     test_cases();
     test_random();
@@ -1162,6 +1226,7 @@ int main(void)
             test_layout_search();
             test_broadcast_chain();
             test_short_rows();
+            test_mid_skinny_post();
             test_kmajor_prep();
             eb_team_destroy(tu_team);
             tu_team = NULL;
