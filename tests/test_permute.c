@@ -579,6 +579,55 @@ static void test_generic_short_runs(eb_team *team)
              good, cases);
 }
 
+/* Bytes of a plan's tile along out's innermost dims (the run each tile
+ * writes contiguously). */
+static int64_t out_run_bytes(const eb_perm *p)
+{
+    int64_t run = 1;
+    for (int d = p->rank - 1; d >= 0 && p->stride[0][d] == run; d--)
+        run *= p->block[d];
+    return run * p->es;
+}
+
+/* A GENERIC copy far larger than the last-level cache writes runs of at
+ * least 512 bytes along out. The box is gm_queen's eager operand in
+ * small (4.8 M elements, 36 MiB a float64 array): x0's innermost 27
+ * elements go to out's outer dims, out's innermost 3 x 729 come from x0
+ * strides 27 and 729, so runs of 256 bytes would be tiles of 3 x 11.
+ * The same layouts on a box that fits the cache (27 instead of 729) keep
+ * runs of 256 bytes or less. The big copy bit for bit, one and two
+ * threads. */
+static void test_generic_big(eb_team *team)
+{
+    for (int big = 1; big >= 0; big--) {
+        int64_t w = big ? 729 : 27;
+        int64_t shape[8] = {3, 3, 9, 3, 3, 3, w, 3};
+        int64_t s0[8] = {1, 81, 3, 243, 243 * w, 729 * w, 243, 27};
+        int nat[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        int64_t so[8];
+        int64_t n = strides_in_order(8, shape, nat, 1, so);
+        eb_perm p;
+        eb_perm_plan_dt(&p, EB_F64, 8, shape, so, s0, NULL);
+        if (big)
+            EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 1 &&
+                         out_run_bytes(&p) >= 512,
+                     "a big GENERIC copy writes runs of 512 bytes or more "
+                     "along out (mode %d stream %d run %lld bytes)", p.mode,
+                     p.stream, (long long)out_run_bytes(&p));
+        else
+            EB_CHECK(p.mode == EB_PERM_GENERIC && out_run_bytes(&p) < 512,
+                     "a GENERIC copy that fits the cache writes runs of "
+                     "256 bytes (mode %d run %lld bytes)", p.mode,
+                     (long long)out_run_bytes(&p));
+        eb_dtype saved = cur_dt;
+        cur_dt = EB_F64;
+        EB_CHECK(run_case(8, shape, nat, s0, NULL, n, 0, team, 0),
+                 "a GENERIC copy of %lld elements (%d threads) is right",
+                 (long long)n, eb_team_size(team));
+        cur_dt = saved;
+    }
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -680,6 +729,8 @@ int main(void)
     EB_CHECK(eb_team_create(2, &two, &err) == EB_OK, "team: %s", err.msg);
     test_modes();
     test_generic_table();
+    test_generic_big(NULL);
+    test_generic_big(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
         cur_dt = (eb_dtype)t;
         for (int r = 1; r <= 8; r++) {
