@@ -1194,9 +1194,12 @@ static int64_t run_offsets(const eb_perm *p, const int64_t *ext, int64_t *oq)
 
 /* Offsets of a full GENERIC tile's elements in out, x0 and x1, in out's
  * order; returns the element count (0: no table, the tile is too large). */
-static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
+static int build_table(const eb_perm *p, const int *td, int nt,
+                       const int64_t *ext, int32_t *t)
 {
-    int64_t n = tile_elems(p);
+    int64_t n = 1;
+    for (int k = 0; k < nt; k++)
+        n *= ext[td[k]];
     if (n > TABLE_MAX)
         return 0;
     int64_t idx[EB_MAX_RANK], off[3] = {0, 0, 0};
@@ -1208,7 +1211,7 @@ static int build_table(const eb_perm *p, const int *td, int nt, int32_t *t)
                 return 0;
             t[s * TABLE_MAX + e] = (int32_t)off[s];
         }
-        odometer_next(p, td, nt, p->block, idx, off);
+        odometer_next(p, td, nt, ext, idx, off);
     }
     return (int)n;
 }
@@ -1257,25 +1260,17 @@ static int table_chunks(const int32_t *t, int n, int orun, uint8_t *c4)
 /* A full GENERIC tile from its table. pf (NULL: none): the offsets of
  * the next tile along the innermost loop dim, whose elements of x0 are
  * prefetched one by one as this tile's are moved, and of x1 and out one
- * in eight (they run along out's lines in the table's order). */
+ * in eight (they run along out's lines in the table's order). The
+ * prefetching loops run 8 entries a pass, those one-in-eight prefetches
+ * at its head: a test of the entry's index per element cost gm_queen's
+ * eager outer product of 43 M elements (a scalar table) about 17
+ * instructions an element, of which the element's own move is 7. */
 __attribute__((always_inline)) static inline void
 perm_table(int n, const int32_t *t, const char *x0, const char *x1,
            char *out, const int k, const int64_t *pf, int stream)
 {
     const int64_t es = KIND_ES(k);
     const int32_t *to = t, *t0 = t + TABLE_MAX, *t1 = t + 2 * TABLE_MAX;
-    if (stream) {
-        /* (Only large outputs stream: always with prefetches.) */
-        const char *p0 = x0 + (pf ? pf[1] : 0) * es,
-                   *p1 = x1 + (pf ? pf[2] : 0) * es;
-        for (int e = 0; e < n; e++) {
-            __builtin_prefetch(p0 + t0[e] * es);
-            if ((e & 7) == 0)
-                __builtin_prefetch(p1 + t1[e] * es);
-            elem_nt(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
-        }
-        return;
-    }
     if (!pf) {
         for (int e = 0; e < n; e++)
             elem(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
@@ -1283,13 +1278,35 @@ perm_table(int n, const int32_t *t, const char *x0, const char *x1,
     }
     const char *p0 = x0 + pf[1] * es, *p1 = x1 + pf[2] * es;
     char *po = out + pf[0] * es;
-    for (int e = 0; e < n; e++) {
+    int e = 0;
+    for (; e + 8 <= n; e += 8) {
+        if (KIND_NSRC(k) == 2)
+            __builtin_prefetch(p1 + t1[e] * es);
+        if (!stream)
+            __builtin_prefetch(po + to[e] * es, 1);
+        const int32_t *uo = to + e, *u0 = t0 + e, *u1 = t1 + e;
+        _Pragma("GCC unroll 8")
+        for (int u = 0; u < 8; u++) {
+            __builtin_prefetch(p0 + u0[u] * es);
+            if (stream)
+                elem_nt(k, out + uo[u] * es, x0 + u0[u] * es,
+                        x1 + u1[u] * es);
+            else
+                elem(k, out + uo[u] * es, x0 + u0[u] * es, x1 + u1[u] * es);
+        }
+    }
+    for (; e < n; e++) {
         __builtin_prefetch(p0 + t0[e] * es);
         if ((e & 7) == 0) {
-            __builtin_prefetch(p1 + t1[e] * es);
-            __builtin_prefetch(po + to[e] * es, 1);
+            if (KIND_NSRC(k) == 2)
+                __builtin_prefetch(p1 + t1[e] * es);
+            if (!stream)
+                __builtin_prefetch(po + to[e] * es, 1);
         }
-        elem(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
+        if (stream)
+            elem_nt(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
+        else
+            elem(k, out + to[e] * es, x0 + t0[e] * es, x1 + t1[e] * es);
     }
 }
 
@@ -1332,7 +1349,15 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     int avx2 = !p->scalar && __builtin_cpu_supports("avx2");
     int32_t table[3 * TABLE_MAX];
     int ntab = p->mode == EB_PERM_GENERIC || !avx2
-                   ? build_table(p, td, nt, table) : 0;
+                   ? build_table(p, td, nt, p->block, table) : 0;
+    /* A tile cut by a dim's end runs from a table of its own, built when
+     * its extents change (a dim of 9 in blocks of 4 cut the last of
+     * every three tiles of gm_queen's eager multiply by a transpose,
+     * which the scalar odometer moved at about 35 instructions an
+     * element). */
+    int32_t etable[3 * TABLE_MAX];
+    int64_t eext[EB_MAX_RANK];
+    int nedge = -1;
     /* Tables whose out runs hold a vector or more run in vectors. */
     vtable_fn *vt = avx2 && ntab && !p->stream ? vtable_fns[k] : NULL;
     int orun = vt ? table_orun(p, td, nt) : 0, c0 = 0, c1 = 0;
@@ -1400,7 +1425,21 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                             p->stride[o][di], p->stride[o][last],
                             w + ro[0][e] * es, p->stride[0][di]);
             }
-        else
+        else if (ntab) {
+            int same = nedge >= 0;
+            for (int q = 0; q < nt && same; q++)
+                same = eext[td[q]] == ext[td[q]];
+            if (!same) {
+                for (int q = 0; q < nt; q++)
+                    eext[td[q]] = ext[td[q]];
+                nedge = build_table(p, td, nt, ext, etable);
+            }
+            if (nedge > 0)
+                perm_table(nedge, etable, a, b, w, k, pf ? pfd : NULL,
+                           p->stream);
+            else
+                perm_scalar(p, td, nt, ext, a, b, w, k);
+        } else
             perm_scalar(p, td, nt, ext, a, b, w, k);
         int q = nl - 1;
         for (; q >= 0; q--) {

@@ -579,6 +579,37 @@ static void test_generic_short_runs(eb_team *team)
              good, cases);
 }
 
+/* GENERIC tiles cut by a dim's end (a dim of 9 in blocks of 4, as in
+ * gm_queen's eager multiply by a transpose) run from a table of their
+ * own: copies and multiplies, vector and scalar kernels, one and two
+ * threads, bit for bit. */
+static void test_generic_edges(eb_team *team)
+{
+    int64_t shape[7] = {3, 3, 3, 3, 9, 3, 3};
+    int nat[7] = {0, 1, 2, 3, 4, 5, 6}, ord[7] = {6, 5, 4, 3, 2, 1, 0};
+    int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
+    int64_t n0 = strides_in_order(7, shape, nat, 1, s0);
+    int64_t n1 = strides_in_order(7, shape, ord, 1, s1);
+    int good = 0, cases = 0;
+    for (int nsrc = 1; nsrc <= 2; nsrc++) {
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, 7, shape, s0, s1, nsrc == 2 ? s0 : NULL);
+        int cut = 0;
+        for (int d = 0; d < p.rank; d++)
+            cut = cut || p.shape[d] % p.block[d] != 0;
+        cases++;
+        good += cur_dt != EB_F64 || (p.mode == EB_PERM_GENERIC && cut);
+        for (int scalar = 0; scalar <= 1; scalar++) {
+            cases++;
+            good += run_case(7, shape, nat, s1, nsrc == 2 ? s0 : NULL, n1,
+                             n0, team, scalar);
+        }
+    }
+    EB_CHECK(good == cases, "%s generic tiles cut by a dim's end (%d "
+             "threads): %d of %d right", eb_dtype_name(cur_dt),
+             eb_team_size(team), good, cases);
+}
+
 /* Bytes of a plan's tile along out's innermost dims (the run each tile
  * writes contiguously). */
 static int64_t out_run_bytes(const eb_perm *p)
@@ -767,6 +798,8 @@ int main(void)
         test_generic_follow(two);
         test_generic_short_runs(NULL);
         test_generic_short_runs(two);
+        test_generic_edges(NULL);
+        test_generic_edges(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
