@@ -113,9 +113,16 @@ enum { ROW_BLOCK_BYTES = 32768 };
  * alternating rounds: 341-393 -> 244-315 ms. Multiplies did not gain:
  * gm_queen's by a transpose (the vector table) ran slower through the
  * streamed scalar table (57-62 -> 101-121 ms), its outer product of 43 M
- * elements no faster. */
+ * elements no faster. Since big copies' runs along out grew to 512 bytes
+ * (GENERIC_BIG_OUT_RUN_BYTES), runs of 528 bytes to 1 KiB are faster
+ * through the cache: every GENERIC copy of more than 4 M elements in the
+ * suite, scratch program, medians of 5-7, 5 alternating rounds: gm_queen's
+ * eager 129 M elements 369-387 -> 312-366 ms, a 43 M one 85-130 -> 76-107,
+ * 4.2 M 10.8-12.2 -> 9.7-12.2, 10.0 M 23-27 -> 19-30, 10.1 M the same;
+ * only the copies with runs of 350 and 450 elements (2.8 and 3.6 KiB)
+ * kept streaming's gain (12-14 against 14-21 ms). */
 #ifndef GENERIC_STREAM_RUN_BYTES
-#define GENERIC_STREAM_RUN_BYTES 128
+#define GENERIC_STREAM_RUN_BYTES 2048
 #endif
 
 /* Below this many bytes written a job stays on one thread (waking the

@@ -319,8 +319,29 @@ static void test_modes_dt(eb_dtype dt)
     EB_CHECK(p.stream == 1, "%s: a 32 MiB copy streams (stream %d)",
              eb_dtype_name(dt), p.stream);
     /* A GENERIC copy (15 dims of 3 reversed: 57 MiB or more in every
-     * dtype; complex128's 3 elements make RUNS tiles) streams its runs
-     * along out; a multiply of the same layouts does not. */
+     * dtype; complex128's 3 elements make RUNS tiles) writes its runs
+     * along out, under 2 KiB, through the cache; a multiply of the same
+     * layouts does not stream either. A big GENERIC copy whose runs along
+     * out hold 2 KiB or more streams them (out rows of 50 elements, x0's
+     * unit dim of 5 and a dim of 10 far apart). */
+    {
+        int64_t sh[3] = {177147, 10, 5}, o3[3] = {50, 5, 1},
+                x3[3] = {5, 885735, 1};
+        eb_perm_plan_dt(&p, dt, 3, sh, o3, x3, NULL);
+        int64_t run = 1;
+        for (int d = p.rank - 1; d >= 0 && p.stride[0][d] == run; d--)
+            run *= p.block[d];
+        EB_CHECK(p.mode != EB_PERM_GENERIC ||
+                     p.stream == (run * p.es >= 2048),
+                 "%s: a big GENERIC copy streams runs of 2 KiB or more "
+                 "(run %lld bytes, stream %d)", eb_dtype_name(dt),
+                 (long long)(run * p.es), p.stream);
+        if (dt == EB_F64)
+            EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 1,
+                     "float64: a big GENERIC copy with runs of %lld bytes "
+                     "streams (mode %d stream %d)",
+                     (long long)(run * p.es), p.mode, p.stream);
+    }
     int64_t threes[15], rev[15], nat[15], q = 1;
     for (int d = 14; d >= 0; d--) {
         threes[d] = 3;
@@ -330,10 +351,10 @@ static void test_modes_dt(eb_dtype dt)
     for (int d = 0; d < 15; d++)
         rev[d] = nat[14 - d];
     eb_perm_plan_dt(&p, dt, 15, threes, nat, rev, NULL);
-    EB_CHECK((p.mode == EB_PERM_GENERIC || es == 16) &&
-                 p.stream == (p.mode == EB_PERM_GENERIC),
-             "%s: a large GENERIC copy streams (mode %d stream %d)",
-             eb_dtype_name(dt), p.mode, p.stream);
+    EB_CHECK((p.mode == EB_PERM_GENERIC || es == 16) && p.stream == 0,
+             "%s: a large GENERIC copy in runs under 2 KiB does not "
+             "stream (mode %d stream %d)", eb_dtype_name(dt), p.mode,
+             p.stream);
     eb_perm_plan_dt(&p, dt, 15, threes, nat, rev, nat);
     EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 0,
              "%s: a large GENERIC multiply does not stream (mode %d "
@@ -640,11 +661,12 @@ static void test_generic_big(eb_team *team)
         eb_perm p;
         eb_perm_plan_dt(&p, EB_F64, 8, shape, so, s0, NULL);
         if (big)
-            EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 1 &&
+            EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 0 &&
                          out_run_bytes(&p) >= 512,
                      "a big GENERIC copy writes runs of 512 bytes or more "
-                     "along out (mode %d stream %d run %lld bytes)", p.mode,
-                     p.stream, (long long)out_run_bytes(&p));
+                     "along out, through the cache (runs under 2 KiB; mode "
+                     "%d stream %d run %lld bytes)", p.mode, p.stream,
+                     (long long)out_run_bytes(&p));
         else
             EB_CHECK(p.mode == EB_PERM_GENERIC && out_run_bytes(&p) < 512,
                      "a GENERIC copy that fits the cache writes runs of "
