@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <limits.h>
+#include <strings.h>
 
 /* alpha = 1 and beta = 0 for the complex routines, which take them by
  * pointer as (real, imaginary) pairs of their real type. */
@@ -105,4 +106,15 @@ int eb_blas_threads(void) { return openblas_get_num_threads(); }
 void eb_blas_set_threads(int n) { openblas_set_num_threads(n); }
 const char *eb_blas_config(void) { return openblas_get_config(); }
 const char *eb_blas_corename(void) { return openblas_get_corename(); }
+
+int eb_blas_small_kernels(void)
+{
+    static const char *const cores[] = {"skylakex", "cooperlake",
+                                        "sapphirerapids"};
+    const char *c = openblas_get_corename();
+    for (size_t i = 0; c && i < sizeof cores / sizeof cores[0]; i++)
+        if (strcasecmp(c, cores[i]) == 0)
+            return 1;
+    return 0;
+}
 int eb_blas_parallel(void) { return openblas_get_parallel(); }

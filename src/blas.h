@@ -41,6 +41,13 @@ int eb_blas_threads(void);
 void eb_blas_set_threads(int n);
 const char *eb_blas_config(void);
 const char *eb_blas_corename(void);
+
+/* Does the BLAS run GEMMs of small matrices through kernels of their own
+ * (OpenBLAS's small-matrix kernels of its AVX-512 cores: no packing, no
+ * beta pass)? With them cblas_dgemm beats the own kernel on small square
+ * GEMMs; without them (its Haswell and Zen kernels, and under Valgrind)
+ * it loses (docs/bench.md, "Fifteenth round"). */
+int eb_blas_small_kernels(void);
 int eb_blas_parallel(void); /* 0 sequential, 1 pthreads, 2 OpenMP */
 
 #endif

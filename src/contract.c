@@ -394,11 +394,15 @@ static int tiny_gemm(const eb_plan *p)
            p->K <= LOW_K;
 }
 
-/* Every side at most SMALL_SIDE, M and N multiples of 4. */
+/* Every side at most SMALL_SIDE, M and N multiples of 4, and a BLAS
+ * without small-matrix kernels of its own: OpenBLAS's for its AVX-512
+ * cores ran 32^3 to 64^3 1.2-2.1x faster than the own kernel over the
+ * four transpositions, its Haswell kernels 0.68-1.02x as fast
+ * (docs/bench.md, "Fifteenth round"). */
 static int small_square(const eb_plan *p)
 {
     return p->M <= SMALL_SIDE && p->N <= SMALL_SIDE && p->K <= SMALL_SIDE &&
-           p->M % 4 == 0 && p->N % 4 == 0;
+           p->M % 4 == 0 && p->N % 4 == 0 && !eb_blas_small_kernels();
 }
 
 /* Is p (kind not yet set) a GEMM whose short side is from SKINNY_MN to
