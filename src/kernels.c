@@ -2,6 +2,8 @@
  * multiplies, outer products and permutations: permute.c). */
 #include "kernels.h"
 
+#include "gemm512.h"
+
 #include <immintrin.h>
 #include <string.h>
 
@@ -275,10 +277,8 @@ static int64_t panel_chunks(int64_t left, int64_t total)
     return full < want ? full : want;
 }
 
-/* Offsets of the flattened contracted rows [f0, f0 + kc) of a two-level
- * K (k1 < K1 outer, k < K inner): k1 * s1 + k * s for each of A and B. */
-static void k_offsets(int64_t f0, int64_t kc, int64_t K, const eb_gemm_k *k,
-                      int64_t *aoff, int64_t *boff)
+void eb_gemm_k_offsets(int64_t f0, int64_t kc, int64_t K, const eb_gemm_k *k,
+                       int64_t *aoff, int64_t *boff)
 {
     int64_t k1 = f0 / K, kk = f0 % K;
     int64_t ao = k1 * k->sak1 + kk * k->sak, bo = k1 * k->sbk1 + kk * k->sbk;
@@ -362,7 +362,7 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                                         0);
                 continue;
             }
-            k_offsets(f0, kc, K, k, aoff, boff);
+            eb_gemm_k_offsets(f0, kc, K, k, aoff, boff);
             if (sbn != 1) {
                 for (int64_t i = 0; i < kc; i++) {
                     const double *src = bp + boff[i];
@@ -575,7 +575,8 @@ static inline void pf_next(pf_cursor *p, int64_t n)
 __attribute__((target("avx2,fma"))) static void
 eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                        int64_t sam, const double *b, int64_t sbn,
-                       const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
+                       const eb_gemm_k *k, double *c, int64_t scm, int64_t scn,
+                       int wide)
 {
     /* Slices: rows k1 of a two-level K, else runs of the one-level K. */
     int64_t slice = KVEC_SLICE;
@@ -622,10 +623,17 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 for (int64_t n = 0; n < N; n += 4) {
                     int nr = N - n < 4 ? (int)(N - n) : 4;
                     for (int64_t m = 0; m < M; m += 3) {
-                        kvec_block(M - m < 3 ? (int)(M - m) : 3, nr, x0, len,
-                                   k1a, k1b, a + m * sam, sam, b + n * sbn,
-                                   sbn, k, c + m * scm + n * scn, scm, scn,
-                                   mask, add);
+                        int mr = M - m < 3 ? (int)(M - m) : 3;
+                        if (wide)
+                            eb_kern_kvec_block_avx512(
+                                mr, nr, x0, len, k1a, k1b, a + m * sam, sam,
+                                b + n * sbn, sbn, k, c + m * scm + n * scn,
+                                scm, scn, add);
+                        else
+                            kvec_block(mr, nr, x0, len, k1a, k1b, a + m * sam,
+                                       sam, b + n * sbn, sbn, k,
+                                       c + m * scm + n * scn, scm, scn, mask,
+                                       add);
                         if (pera) {
                             pf_next(&pa, pera);
                             pf_next(&pb, perb);
@@ -636,10 +644,17 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 for (int64_t m = 0; m < M; m += 3) {
                     int mr = M - m < 3 ? (int)(M - m) : 3;
                     for (int64_t n = 0; n < N; n += 4) {
-                        kvec_block(mr, N - n < 4 ? (int)(N - n) : 4, x0, len,
-                                   k1a, k1b, a + m * sam, sam, b + n * sbn,
-                                   sbn, k, c + m * scm + n * scn, scm, scn,
-                                   mask, add);
+                        int nr = N - n < 4 ? (int)(N - n) : 4;
+                        if (wide)
+                            eb_kern_kvec_block_avx512(
+                                mr, nr, x0, len, k1a, k1b, a + m * sam, sam,
+                                b + n * sbn, sbn, k, c + m * scm + n * scn,
+                                scm, scn, add);
+                        else
+                            kvec_block(mr, nr, x0, len, k1a, k1b, a + m * sam,
+                                       sam, b + n * sbn, sbn, k,
+                                       c + m * scm + n * scn, scm, scn, mask,
+                                       add);
                         if (pera) {
                             pf_next(&pa, pera);
                             pf_next(&pb, perb);
@@ -972,11 +987,16 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
     }
     if (k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
         k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE)) {
-        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn);
+        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn,
+                               eb_gemm512_usable());
         return;
     }
+    int wide = eb_gemm512_usable();
     if (scn == 1) {
-        eb_kern_gemm_rowc_avx2(M, N, K, a, sam, b, sbn, k, c, scm);
+        if (wide)
+            eb_kern_gemm_rowc_avx512(M, N, K, a, sam, b, sbn, k, c, scm);
+        else
+            eb_kern_gemm_rowc_avx2(M, N, K, a, sam, b, sbn, k, c, scm);
         return;
     }
     /* C strided both ways: blocks of rows (by column chunks of at most
@@ -992,8 +1012,12 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
         int64_t nc = N - n0 < nw ? N - n0 : nw;
         for (int64_t m0 = 0; m0 < M; m0 += rows) {
             int64_t mc = M - m0 < rows ? M - m0 : rows;
-            eb_kern_gemm_rowc_avx2(mc, nc, K, a + m0 * sam, sam,
-                                   b + n0 * sbn, sbn, k, tile, nc);
+            if (wide)
+                eb_kern_gemm_rowc_avx512(mc, nc, K, a + m0 * sam, sam,
+                                         b + n0 * sbn, sbn, k, tile, nc);
+            else
+                eb_kern_gemm_rowc_avx2(mc, nc, K, a + m0 * sam, sam,
+                                       b + n0 * sbn, sbn, k, tile, nc);
             for (int64_t m = 0; m < mc; m++)
                 for (int64_t n = 0; n < nc; n++)
                     c[(m0 + m) * scm + (n0 + n) * scn] = tile[m * nc + n];

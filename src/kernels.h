@@ -25,6 +25,12 @@ typedef struct {
     int64_t K1, sak1, sak, sbk1, sbk;
 } eb_gemm_k;
 
+/* Offsets of the flattened contracted rows [f0, f0 + kc) of a two-level
+ * K (k1 < K1 outer, k < K inner): k1 sak1 + k sak into aoff, k1 sbk1 +
+ * k sbk into boff (the row kernels' tables). */
+void eb_gemm_k_offsets(int64_t f0, int64_t kc, int64_t K, const eb_gemm_k *k,
+                       int64_t *aoff, int64_t *boff);
+
 /* C[m,n] = sum_{k1,k} A[m,(k1,k)] B[(k1,k),n] with general strides, for
  * small and skinny matrices where a BLAS call costs more than the
  * arithmetic or OpenBLAS's kernels are weak (a side of C below 32). The

@@ -1,0 +1,394 @@
+/* gemm512: the small GEMM's row kernel, 8 doubles a vector. */
+#include "gemm512.h"
+
+#include <immintrin.h>
+
+/*
+ * The layout of the work is the AVX2 row kernel's (kernels.c), scaled to
+ * vectors of 8 and 32 registers: C is cut into column chunks, 24 wide
+ * while more than CHUNK_MAX remain, then one last chunk of the rest (up
+ * to 32; below 8 one masked vector). A chunk is computed in register
+ * blocks of up to 8 rows by nv = ceil(w / 8) vectors (6 rows at nv = 4:
+ * 24 accumulators), the last vector shifted left to end at the chunk's
+ * last column (it recomputes up to 7 columns of the previous vector, bit
+ * for bit the same values). Per contracted row a block loads its nv
+ * vectors of B and broadcasts one element of A per row: 8 + 3 loads
+ * against 24 multiply-adds at nv = 3. K is cut into slices whose panel
+ * of B (slice x chunks) stays in L1 while the rows of A pass; slices
+ * after the first load C into the accumulators, so every element of C
+ * is the same chain of multiply-adds as in the AVX2 kernel.
+ */
+enum { CHUNK_W = 24, CHUNK_MAX = 32 };
+
+/* Elements of B per slice of a panel (32 KiB of a 48 KiB L1), and at most
+ * KC_MAX contracted rows a slice. */
+enum { KC_PANEL = 4096, KC_MAX = 512 };
+
+/* As in the AVX2 kernel: a B of PREFETCH_MIN_B elements or more (half an
+ * L2 and up) has its next slice prefetched into L2 while a slice
+ * computes; an A of PREFETCH_MIN_A elements or more, rows contiguous
+ * along k, has its rows prefetched PREFETCH_A_BYTES ahead of the row
+ * block on the first panel. */
+enum { PREFETCH_MIN_B = 32768, PREFETCH_MIN_A = 4096, PREFETCH_A_BYTES = 4096 };
+
+int eb_gemm512_usable(void) { return __builtin_cpu_supports("avx512f"); }
+
+/* Column of vector v of a chunk of nv vectors whose last one starts at
+ * `tail`. */
+#define COL512(v, nv, tail) ((v) == (nv) - 1 ? (tail) : 8 * (v))
+
+/* One register block: mr rows by nv vectors of C (masked: one vector of
+ * fewer than 8 columns) over kc contracted rows. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+block512(int64_t kc, const double *ar, int64_t sam, int64_t sak,
+         const int64_t *aoff, const double *b, int64_t sbk,
+         const int64_t *boff, double *cr, int64_t scm, int64_t tail,
+         __mmask8 mask, int add, const int mr, const int nv, const int masked,
+         const int tab)
+{
+    __m512d acc[8][4];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++) {
+            const double *o = cr + r * scm + COL512(v, nv, tail);
+            acc[r][v] = !add     ? _mm512_setzero_pd()
+                        : masked ? _mm512_maskz_loadu_pd(mask, o)
+                                 : _mm512_loadu_pd(o);
+        }
+    for (int64_t k = 0; k < kc; k++) {
+        const double *bk = b + (tab ? boff[k] : k * sbk);
+        const double *ak = ar + (tab ? aoff[k] : k * sak);
+        __m512d bv[4];
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++)
+            bv[v] = masked ? _mm512_maskz_loadu_pd(mask, bk)
+                           : _mm512_loadu_pd(bk + COL512(v, nv, tail));
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+            __m512d av = _mm512_set1_pd(ak[r * sam]);
+            _Pragma("GCC unroll 4")
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm512_fmadd_pd(av, bv[v], acc[r][v]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 4")
+        for (int v = 0; v < nv; v++) {
+            double *o = cr + r * scm + COL512(v, nv, tail);
+            if (masked)
+                _mm512_mask_storeu_pd(o, mask, acc[r][v]);
+            else
+                _mm512_storeu_pd(o, acc[r][v]);
+        }
+}
+
+/* block512 for mr (1-8) rows by nv (1-4) vectors, or one masked vector
+ * where the chunk is narrow (fewer than 8 columns). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+block_any(int64_t kc, const double *ar, int64_t sam, int64_t sak,
+          const int64_t *aoff, const double *b, int64_t sbk,
+          const int64_t *boff, double *cr, int64_t scm, int64_t tail,
+          __mmask8 mask, int add, int mr, int nv, int narrow, const int tab)
+{
+#define EB_B512(MR, NV, MASKED) \
+    block512(kc, ar, sam, sak, aoff, b, sbk, boff, cr, scm, tail, mask, add, \
+             MR, NV, MASKED, tab)
+#define EB_B512_NV(MR) \
+    switch (narrow ? 0 : nv) { \
+    case 0: EB_B512(MR, 1, 1); break; \
+    case 1: EB_B512(MR, 1, 0); break; \
+    case 2: EB_B512(MR, 2, 0); break; \
+    case 3: EB_B512(MR, 3, 0); break; \
+    default: EB_B512(MR, 4, 0); break; \
+    }
+    switch (mr) {
+    case 8: EB_B512_NV(8) break;
+    case 7: EB_B512_NV(7) break;
+    case 6: EB_B512_NV(6) break;
+    case 5: EB_B512_NV(5) break;
+    case 4: EB_B512_NV(4) break;
+    case 3: EB_B512_NV(3) break;
+    case 2: EB_B512_NV(2) break;
+    default: EB_B512_NV(1) break;
+    }
+#undef EB_B512_NV
+#undef EB_B512
+}
+
+/* Rows per register block for nv vectors: at most 24 accumulators, with
+ * the nv vectors of B and a broadcast in 32 registers. */
+static int block_rows(int nv) { return nv <= 3 ? 8 : 6; }
+
+/* Every cache line of the run p[0 .. n), n >= 1. Always inlined (a
+ * helper of prefetches only is a pure function to GCC, which deletes its
+ * calls). */
+__attribute__((always_inline)) static inline void
+prefetch_lines(const double *p, int64_t n)
+{
+    for (int64_t x = 0; x < n; x += 8)
+        _mm_prefetch((const char *)(p + x), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + n - 1), _MM_HINT_T0);
+}
+
+/* All rows of a panel of nq chunks of w columns for one slice of kc
+ * contracted rows: each row block runs across the panel's chunks, so that
+ * B's panel is read along its rows. K through the tables aoff and boff
+ * where tab. pfb: the next slice (or panel) of B to prefetch into L2, a
+ * share per row block; pfa: prefetch A's rows ahead of the blocks (in
+ * runs of pfa contracted elements, at most a line, where tab). */
+__attribute__((target("avx512f"), always_inline)) static inline void
+panel512(int64_t M, int64_t w, int64_t nq, int64_t kc, const double *a,
+         int64_t sam, int64_t sak, const int64_t *aoff, const double *b,
+         int64_t sbk, const int64_t *boff, double *c, int64_t scm, int add,
+         const double *pfb, int pfa, const int tab)
+{
+    int nv = w < 8 ? 1 : (int)((w + 7) / 8), mrow = block_rows(nv);
+    int64_t pfd = PREFETCH_A_BYTES / (8 * kc);
+    pfd = pfd < mrow ? mrow : pfd;
+    int64_t tail = w < 8 ? 0 : w - 8;
+    __mmask8 mask = (__mmask8)((1u << (w < 8 ? w : 8)) - 1);
+    int64_t nblk = (M + mrow - 1) / mrow;
+    for (int64_t m = 0; m < M; m += mrow) {
+        int mr = M - m < mrow ? (int)(M - m) : mrow;
+        const double *ar = a + m * sam;
+        if (pfa)
+            for (int64_t r = m + pfd; r < m + pfd + mr && r < M; r++) {
+                const double *pa = a + r * sam;
+                if (!tab) {
+                    prefetch_lines(pa, kc);
+                    continue;
+                }
+                for (int64_t x = 0; x < kc; x += pfa)
+                    _mm_prefetch((const char *)(pa + aoff[x]), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pa + aoff[kc - 1]), _MM_HINT_T0);
+            }
+        for (int64_t q = 0; q < nq; q++) {
+            if (pfb) {
+                int64_t i = m / mrow;
+                const double *pf = pfb + q * w;
+                for (int64_t k = kc * i / nblk; k < kc * (i + 1) / nblk;
+                     k++) {
+                    for (int64_t x = 0; x < w; x += 8)
+                        _mm_prefetch((const char *)(pf + k * sbk + x),
+                                     _MM_HINT_T1);
+                    _mm_prefetch((const char *)(pf + k * sbk + w - 1),
+                                 _MM_HINT_T1);
+                }
+            }
+            block_any(kc, ar, sam, sak, aoff, b + q * w, sbk, boff,
+                      c + m * scm + q * w, scm, tail, mask, add, mr, nv, w < 8,
+                      tab);
+        }
+    }
+}
+
+/* panel512 with one stride per operand, and through tables. */
+__attribute__((target("avx512f"))) static void
+panel_strided(int64_t M, int64_t w, int64_t nq, int64_t kc, const double *a,
+              int64_t sam, int64_t sak, const double *b, int64_t sbk,
+              double *c, int64_t scm, int add, const double *pfb, int pfa)
+{
+    panel512(M, w, nq, kc, a, sam, sak, NULL, b, sbk, NULL, c, scm, add, pfb,
+             pfa, 0);
+}
+
+__attribute__((target("avx512f"))) static void
+panel_tables(int64_t M, int64_t w, int64_t nq, int64_t kc, const double *a,
+             int64_t sam, const int64_t *aoff, const double *b,
+             const int64_t *boff, double *c, int64_t scm, int add, int pfa)
+{
+    panel512(M, w, nq, kc, a, sam, 0, aoff, b, 0, boff, c, scm, add, NULL,
+             pfa, 1);
+}
+
+/* Chunks of CHUNK_W in the panel that starts `left` columns before C's
+ * end, for a K of `total`: 64 contracted rows of the panel about
+ * KC_PANEL elements; 1 for the last chunk. */
+static int64_t panel_chunks(int64_t left, int64_t total)
+{
+    if (left <= CHUNK_MAX)
+        return 1;
+    int64_t full = (left - CHUNK_MAX + CHUNK_W - 1) / CHUNK_W;
+    int64_t want = KC_PANEL / (CHUNK_W * (total < 64 ? total : 64));
+    want = want < 1 ? 1 : want;
+    return full < want ? full : want;
+}
+
+void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
+                              const double *a, int64_t sam, const double *b,
+                              int64_t sbn, const eb_gemm_k *k, double *c,
+                              int64_t scm)
+{
+    int64_t aoff[KC_MAX], boff[KC_MAX];
+    double bt[KC_PANEL];
+    int64_t total = k->K1 * K;
+    for (int64_t n0 = 0; n0 < N;) {
+        int64_t left = N - n0;
+        int64_t w = left > CHUNK_MAX ? CHUNK_W : left;
+        int64_t nq = panel_chunks(left, total), pw = w * nq;
+        int64_t kslice = total * pw <= KC_PANEL && total <= KC_MAX ? total
+                         : KC_PANEL / pw < KC_MAX ? KC_PANEL / pw
+                                                  : KC_MAX;
+        const double *bp = b + n0 * sbn;
+        for (int64_t f0 = 0; f0 < total; f0 += kslice) {
+            int64_t kc = total - f0 < kslice ? total - f0 : kslice;
+            int pfa = n0 == 0 && k->sak == 1 && M * total >= PREFETCH_MIN_A;
+            if (k->K1 == 1 && sbn == 1) {
+                /* B in place, its next slice (or the next panel's first)
+                 * prefetched into L2 where it is large enough to come
+                 * from memory. */
+                const double *pfb =
+                    total * N < PREFETCH_MIN_B ? NULL
+                    : f0 + kslice < total      ? bp + (f0 + kslice) * k->sbk
+                    : n0 + pw < N              ? b + n0 + pw
+                                               : NULL;
+                panel_strided(M, w, nq, kc, a + f0 * k->sak, sam, k->sak,
+                              bp + f0 * k->sbk, k->sbk, c + n0, scm, f0 > 0,
+                              pfb, pfa);
+                continue;
+            }
+            if (k->K1 == 1) {
+                /* B's columns apart: the slice of its panel copied
+                 * row-major (kc pw elements against M kc pw
+                 * multiply-adds), A read in place. */
+                for (int64_t i = 0; i < kc; i++) {
+                    const double *src = bp + (f0 + i) * k->sbk;
+                    for (int64_t j = 0; j < pw; j++)
+                        bt[i * pw + j] = src[j * sbn];
+                }
+                panel_strided(M, w, nq, kc, a + f0 * k->sak, sam, k->sak, bt,
+                              pw, c + n0, scm, f0 > 0, NULL, pfa);
+                continue;
+            }
+            eb_gemm_k_offsets(f0, kc, K, k, aoff, boff);
+            const double *bq = bp;
+            if (sbn != 1) {
+                for (int64_t i = 0; i < kc; i++) {
+                    const double *src = bp + boff[i];
+                    for (int64_t j = 0; j < pw; j++)
+                        bt[i * pw + j] = src[j * sbn];
+                    boff[i] = i * pw;
+                }
+                bq = bt;
+            }
+            /* A's rows prefetched in its contiguous runs of K. */
+            panel_tables(M, w, nq, kc, a, sam, aoff, bq, boff, c + n0, scm,
+                         f0 > 0, pfa ? (int)(K < 8 ? K : 8) : 0);
+        }
+        n0 += pw;
+    }
+}
+
+/* mr x nr dot products along k: A's rows and B's columns are vectors of
+ * 8 along k (mr + nr loads per mr nr multiply-adds), the rows' pointers
+ * advancing by the outer K's strides. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void
+dot512(int64_t x0, int64_t len, int64_t k1a, int64_t k1b, const double *a,
+       int64_t sam, const double *b, int64_t sbn, const eb_gemm_k *k,
+       double *c, int64_t scm, int64_t scn, int add, const int mr,
+       const int nr)
+{
+    __m512d acc[3][4];
+    _Pragma("GCC unroll 3")
+    for (int r = 0; r < mr; r++)
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++)
+            acc[r][j] = _mm512_setzero_pd();
+    const double *ar[3], *br[4];
+    _Pragma("GCC unroll 3")
+    for (int r = 0; r < mr; r++)
+        ar[r] = a + r * sam + k1a * k->sak1 + x0;
+    _Pragma("GCC unroll 4")
+    for (int j = 0; j < nr; j++)
+        br[j] = b + j * sbn + k1a * k->sbk1 + x0;
+    int64_t full = len / 8 * 8;
+    __mmask8 mask = (__mmask8)((1u << (len - full)) - 1);
+    for (int64_t k1 = k1a; k1 < k1b; k1++) {
+        for (int64_t x = 0; x < full; x += 8) {
+            __m512d av[3];
+            _Pragma("GCC unroll 3")
+            for (int r = 0; r < mr; r++)
+                av[r] = _mm512_loadu_pd(ar[r] + x);
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) {
+                __m512d bv = _mm512_loadu_pd(br[j] + x);
+                _Pragma("GCC unroll 3")
+                for (int r = 0; r < mr; r++)
+                    acc[r][j] = _mm512_fmadd_pd(av[r], bv, acc[r][j]);
+            }
+        }
+        if (full < len) {
+            __m512d av[3];
+            _Pragma("GCC unroll 3")
+            for (int r = 0; r < mr; r++)
+                av[r] = _mm512_maskz_loadu_pd(mask, ar[r] + full);
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < nr; j++) {
+                __m512d bv = _mm512_maskz_loadu_pd(mask, br[j] + full);
+                _Pragma("GCC unroll 3")
+                for (int r = 0; r < mr; r++)
+                    acc[r][j] = _mm512_fmadd_pd(av[r], bv, acc[r][j]);
+            }
+        }
+        _Pragma("GCC unroll 3")
+        for (int r = 0; r < mr; r++)
+            ar[r] += k->sak1;
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++)
+            br[j] += k->sbk1;
+    }
+    /* Each accumulator's halves added (8 lanes to 4), then a row's up to
+     * four dot products summed across lanes at once: two horizontal adds,
+     * two lane swaps and an add. */
+    _Pragma("GCC unroll 3")
+    for (int r = 0; r < mr; r++) {
+        __m256d h[4];
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < 4; j++)
+            h[j] = j < nr ? _mm256_add_pd(_mm512_castpd512_pd256(acc[r][j]),
+                                          _mm512_extractf64x4_pd(acc[r][j], 1))
+                          : _mm256_setzero_pd();
+        __m256d t0 = _mm256_hadd_pd(h[0], h[1]);
+        __m256d t1 = _mm256_hadd_pd(h[2], h[3]);
+        __m256d v = _mm256_add_pd(_mm256_permute2f128_pd(t0, t1, 0x20),
+                                  _mm256_permute2f128_pd(t0, t1, 0x31));
+        double *o = c + r * scm;
+        if (nr == 4 && scn == 1) {
+            _mm256_storeu_pd(o, add ? _mm256_add_pd(_mm256_loadu_pd(o), v)
+                                    : v);
+            continue;
+        }
+        double w[4];
+        _mm256_storeu_pd(w, v);
+        _Pragma("GCC unroll 4")
+        for (int j = 0; j < nr; j++)
+            o[j * scn] = add ? o[j * scn] + w[j] : w[j];
+    }
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void
+eb_kern_kvec_block_avx512(int mr, int nr, int64_t x0, int64_t len,
+                          int64_t k1a, int64_t k1b, const double *a,
+                          int64_t sam, const double *b, int64_t sbn,
+                          const eb_gemm_k *k, double *c, int64_t scm,
+                          int64_t scn, int add)
+{
+#define EB_DOT512(MR, NR) \
+    dot512(x0, len, k1a, k1b, a, sam, b, sbn, k, c, scm, scn, add, MR, NR)
+#define EB_DOT512_NR(MR) \
+    switch (nr) { \
+    case 4: EB_DOT512(MR, 4); break; \
+    case 3: EB_DOT512(MR, 3); break; \
+    case 2: EB_DOT512(MR, 2); break; \
+    default: EB_DOT512(MR, 1); break; \
+    }
+    switch (mr) {
+    case 3: EB_DOT512_NR(3) break;
+    case 2: EB_DOT512_NR(2) break;
+    default: EB_DOT512_NR(1) break;
+    }
+#undef EB_DOT512_NR
+#undef EB_DOT512
+}

@@ -1,0 +1,227 @@
+/* test_gemm512: the AVX-512 kernels (gemm512.h): the row kernel against
+ * a chain of multiply-adds, the k-vector block against a plain sum. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "gemm512.h"
+#include "kernels.h"
+
+static double rand_unit(uint64_t *seed)
+{
+    *seed = *seed * 6364136223846793005ULL + 1;
+    return (double)(*seed >> 40) / 16777216.0 - 0.5;
+}
+
+/*
+ * C = A B with padded strides, K as K1 runs of K contracted elements with
+ * gaps between the runs where K1 > 1: A row-major (rows K1 (K + 2) + 3
+ * apart) or, colmajor_a, column-major (columns M + 1 apart); B row-major
+ * (rows N + 5 apart, runs a row apart) or, colmajor_b, column-major
+ * (columns K1 (K + 1) + 5 apart: its panels are copied); C's rows N + 2
+ * apart. Checked against fma() over the flattened k in order: each
+ * element of C is one chain of multiply-adds from 0, which the kernel
+ * computes in a vector lane slice after slice, so the results are equal
+ * bit for bit. C's padding and the row after C must be left alone.
+ */
+static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
+                        int colmajor_a, int colmajor_b, uint64_t *seed)
+{
+    eb_gemm_k k;
+    int64_t sam, sbn;
+    if (colmajor_a) {
+        sam = 1;
+        k.sak = M + 1;
+        k.sak1 = (K + 2) * k.sak;
+    } else {
+        k.sak = 1;
+        k.sak1 = K + 2;
+        sam = K1 * k.sak1 + 3;
+    }
+    if (colmajor_b) {
+        k.sbk = 1;
+        k.sbk1 = K + 1;
+        sbn = K1 * k.sbk1 + 5;
+    } else {
+        sbn = 1;
+        k.sbk = N + 5;
+        k.sbk1 = (K + 1) * k.sbk;
+    }
+    k.K1 = K1;
+    int64_t scm = N + 2;
+    int64_t na = colmajor_a ? K1 * k.sak1 : M * sam;
+    int64_t nb = colmajor_b ? N * sbn : K1 * k.sbk1;
+    int64_t nc = (M + 1) * scm;
+    double *a = malloc(sizeof *a * (size_t)na);
+    double *b = malloc(sizeof *b * (size_t)nb);
+    double *c = malloc(sizeof *c * (size_t)nc);
+    if (!a || !b || !c) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(c);
+        return;
+    }
+    for (int64_t i = 0; i < na; i++)
+        a[i] = rand_unit(seed);
+    for (int64_t i = 0; i < nb; i++)
+        b[i] = rand_unit(seed);
+    for (int64_t i = 0; i < nc; i++)
+        c[i] = 1e300;
+    eb_kern_gemm_rowc_avx512(M, N, K, a, sam, b, sbn, &k, c, scm);
+    int64_t wrong = 0, touched = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double ref = 0;
+            for (int64_t k1 = 0; k1 < K1; k1++)
+                for (int64_t x = 0; x < K; x++)
+                    ref = fma(a[m * sam + k1 * k.sak1 + x * k.sak],
+                              b[k1 * k.sbk1 + x * k.sbk + n * sbn], ref);
+            wrong += c[m * scm + n] != ref;
+        }
+    for (int64_t m = 0; m <= M; m++)
+        for (int64_t n = m < M ? N : 0; n < scm; n++)
+            touched += c[m * scm + n] != 1e300;
+    EB_CHECK(wrong == 0 && touched == 0,
+             "%lld x %lld x (%lld x %lld) (A %s, B %s): %lld elements differ "
+             "from the multiply-add chain, %lld outside C written",
+             (long long)M, (long long)N, (long long)K1, (long long)K,
+             colmajor_a ? "column-major" : "row-major",
+             colmajor_b ? "column-major" : "row-major", (long long)wrong,
+             (long long)touched);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/*
+ * One k-vector block (eb_kern_kvec_block_avx512): mr x nr dot products of
+ * A's rows (sam = 3 (K + 2) + 1 apart) and B's columns (sbn = 3 (K + 1)
+ * + 2 apart), the slice [x0, x0 + len) of outer rows [k1a, k1b) of K,
+ * added to C or not, C's columns 1 or 3 apart; against a plain sum (the
+ * lanes sum in another order: relative error 1e-13 of the magnitudes).
+ */
+static void check_kvec(int mr, int nr, int64_t K, int64_t x0, int64_t len,
+                       int64_t k1a, int64_t k1b, int add, int64_t scn,
+                       uint64_t *seed)
+{
+    eb_gemm_k k = {3, K + 2, 1, K + 1, 1};
+    int64_t sam = 3 * (K + 2) + 1, sbn = 3 * (K + 1) + 2, scm = 4 * scn + 1;
+    double a[3 * (3 * (64 + 2) + 1)], b[4 * (3 * (64 + 1) + 2)];
+    double c[3 * 13], c0[3 * 13];
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+        a[i] = rand_unit(seed);
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        b[i] = rand_unit(seed);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        c[i] = c0[i] = rand_unit(seed);
+    eb_kern_kvec_block_avx512(mr, nr, x0, len, k1a, k1b, a, sam, b, sbn, &k, c,
+                              scm, scn, add);
+    double worst = 0;
+    int64_t touched = 0;
+    for (int r = 0; r < 3; r++)
+        for (int64_t j = 0; j < scm; j++) {
+            double got = c[r * scm + j];
+            if (r >= mr || j % scn || j / scn >= nr) {
+                touched += got != c0[r * scm + j];
+                continue;
+            }
+            double ref = add ? c0[r * scm + j] : 0, mag = fabs(ref);
+            for (int64_t k1 = k1a; k1 < k1b; k1++)
+                for (int64_t x = x0; x < x0 + len; x++) {
+                    double p = a[r * sam + k1 * k.sak1 + x] *
+                               b[j / scn * sbn + k1 * k.sbk1 + x];
+                    ref += p;
+                    mag += fabs(p);
+                }
+            double e = fabs(got - ref) / (mag > 0 ? mag : 1);
+            worst = e > worst ? e : worst;
+        }
+    EB_CHECK(worst <= 1e-13 && touched == 0,
+             "k-vector block %d x %d, K %lld, slice [%lld, +%lld) of rows "
+             "[%lld, %lld), add %d, C columns %lld apart: relative error %g, "
+             "%lld elements outside the block written",
+             mr, nr, (long long)K, (long long)x0, (long long)len,
+             (long long)k1a, (long long)k1b, add, (long long)scn, worst,
+             (long long)touched);
+}
+
+int main(void)
+{
+    if (!eb_gemm512_usable()) {
+        /* Valgrind's virtual CPU and CPUs without AVX-512F: the kernel is
+         * never called there (eb_kern_small_gemm checks the same). */
+        printf("test_gemm512: no AVX-512F on this CPU, kernel not run\n");
+        return eb_check_done("test_gemm512");
+    }
+    uint64_t seed = 7;
+    /* Every row count of a block and its remainders (1-17), chunks of
+     * 1-7 columns (masked), 8-32 (the last chunk, its last vector
+     * shifted), 33-50 (a chunk of 24 and the rest), panels of several
+     * chunks; K of 1, short, one slice, several slices (a panel of 48
+     * columns holds 85 rows), past KC_MAX; A and B either way. */
+    static const int64_t Ns[] = {1,  3,  7,  8,  9,  15, 16, 17, 23, 24,
+                                 25, 31, 32, 33, 47, 48, 49, 50, 73, 100};
+    static const int64_t Ks[] = {1, 2, 7, 64, 85, 86, 300, 600};
+    int v = 0;
+    for (int64_t M = 1; M <= 17; M++)
+        for (size_t i = 0; i < sizeof Ns / sizeof Ns[0]; i++)
+            for (size_t j = 0; j < sizeof Ks / sizeof Ks[0]; j++, v++)
+                check_shape(M, Ns[i], 1, Ks[j], v % 3 == 0, v % 5 == 0,
+                            &seed);
+    /* A two-level K (offset tables): runs of 1 to 9, slices that end
+     * inside a run. */
+    static const int64_t K1s[] = {2, 3, 7, 40};
+    for (int64_t M = 1; M <= 17; M += 4)
+        for (size_t i = 0; i < sizeof Ns / sizeof Ns[0]; i += 3)
+            for (size_t j = 0; j < sizeof K1s / sizeof K1s[0]; j++, v++)
+                check_shape(M, Ns[i], K1s[j], 1 + v % 9, v % 2, v % 3 == 0,
+                            &seed);
+    /* Large enough for the prefetches of B's next slice (K N >= 32768)
+     * and of A's rows (M K >= 4096), as in a matrix chain's steps. */
+    check_shape(21, 404, 1, 480, 0, 0, &seed);
+    check_shape(21, 272, 1, 330, 1, 0, &seed);
+    check_shape(30, 303, 1, 490, 0, 1, &seed);
+    check_shape(100, 1000, 1, 40, 0, 0, &seed);
+    check_shape(64, 200, 16, 4, 0, 0, &seed);
+    /* k-vector blocks: every block shape, tails of 0 to 7 past the
+     * vectors of 8, one or more outer rows, a slice inside K. */
+    for (int mr = 1; mr <= 3; mr++)
+        for (int nr = 1; nr <= 4; nr++)
+            for (int64_t len = 1; len <= 17; len++, v++)
+                check_kvec(mr, nr, 64, v % 2 ? 64 - len : 0, len, v % 3,
+                           3, v % 2, v % 4 ? 1 : 3, &seed);
+    check_kvec(3, 4, 64, 0, 64, 0, 3, 0, 1, &seed);
+    check_kvec(2, 3, 64, 5, 59, 1, 2, 1, 3, &seed);
+    /* Through eb_kern_small_gemm: row-major C, one-level K, B contiguous
+     * along n is this kernel's (the same chains). */
+    {
+        int64_t M = 21, N = 57, K = 130;
+        double *a = malloc(sizeof *a * (size_t)(M * K));
+        double *b = malloc(sizeof *b * (size_t)(K * N));
+        double *c = malloc(sizeof *c * (size_t)(M * N));
+        if (a && b && c) {
+            for (int64_t x = 0; x < M * K; x++)
+                a[x] = rand_unit(&seed);
+            for (int64_t x = 0; x < K * N; x++)
+                b[x] = rand_unit(&seed);
+            eb_gemm_k k = {1, 0, 1, 0, N};
+            eb_kern_small_gemm(M, N, K, a, K, b, 1, &k, c, N, 1);
+            int64_t wrong = 0;
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    double ref = 0;
+                    for (int64_t x = 0; x < K; x++)
+                        ref = fma(a[m * K + x], b[x * N + n], ref);
+                    wrong += c[m * N + n] != ref;
+                }
+            EB_CHECK(wrong == 0, "eb_kern_small_gemm 21 x 57 x 130: %lld "
+                     "elements differ", (long long)wrong);
+        } else {
+            EB_CHECK(0, "out of memory");
+        }
+        free(a);
+        free(b);
+        free(c);
+    }
+    return eb_check_done("test_gemm512");
+}
