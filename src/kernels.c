@@ -74,19 +74,6 @@ enum { PREFETCH_MIN_A = 4096, PREFETCH_A_BYTES = 4096 };
  * against 24, docs/engine-gemm.md). */
 enum { KVEC_MIN_K = 8, KVEC_MIN_TOTAL = 64, KVEC_MAX_SIDE = 32 };
 
-/* With AVX-512 the row kernel copying B's panels beats the k-vector
- * kernel from 8 rows of C up where K has one level (M x 505 x 462, A in
- * place, B[n][k] copied, GFLOP/s against k-vector blocks of 8, operands
- * in cache / from memory: M = 8 19.2 / 17.2 against 21.4 / 12.9, M = 16
- * 28.4 / 23.1 against 21.0 / 14.8, 505 x 21 x 226 48.8 against 17.8 from
- * memory; M = 4 11.8 against 23.1 in cache), so the k-vector kernel keeps
- * fewer rows only, and two-level Ks, which the row kernel copies through
- * tables (str_mps's 19 x 19 x (K1 x 19) steps: 0.103-0.107 ms -> 0.116-0.138
- * in `plan --time`). */
-#ifndef KVEC_MAX_ROWS_WIDE
-#define KVEC_MAX_ROWS_WIDE 8
-#endif
-
 /* Rows per register block for nv <= 4 vectors: 8 to 12 accumulators and
  * the vectors of B of one k in 16 registers. */
 static int block_rows(int nv) { return nv <= 3 ? 4 : 3; }
@@ -998,13 +985,13 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
         eb_kern_gemm_dots(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
-    int wide = eb_gemm512_usable();
     if (k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
-        k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE) &&
-        (!wide || M < KVEC_MAX_ROWS_WIDE || k->K1 > 1)) {
-        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn, wide);
+        k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE)) {
+        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn,
+                               eb_gemm512_usable());
         return;
     }
+    int wide = eb_gemm512_usable();
     if (scn == 1) {
         if (wide)
             eb_kern_gemm_rowc_avx512(M, N, K, a, sam, b, sbn, k, c, scm);
