@@ -27,15 +27,4 @@ void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
                               int64_t sbn, const eb_gemm_k *k, double *c,
                               int64_t scm);
 
-/* One block of mr x nr dot products (mr <= 3, nr <= 4) of the k-vector
- * kernel (kernels.c, eb_kern_gemm_kvec_avx2: A row-major, B column-major,
- * both contiguous along k) over the slice of K [x0, x0 + len) of outer
- * rows [k1a, k1b): vectors of 8 along k, the tail of 1 to 7 masked, lane
- * sums at the end; adds to C where add. Only where eb_gemm512_usable(). */
-void eb_kern_kvec_block_avx512(int mr, int nr, int64_t x0, int64_t len,
-                               int64_t k1a, int64_t k1b, const double *a,
-                               int64_t sam, const double *b, int64_t sbn,
-                               const eb_gemm_k *k, double *c, int64_t scm,
-                               int64_t scn, int add);
-
 #endif

@@ -575,8 +575,7 @@ static inline void pf_next(pf_cursor *p, int64_t n)
 __attribute__((target("avx2,fma"))) static void
 eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                        int64_t sam, const double *b, int64_t sbn,
-                       const eb_gemm_k *k, double *c, int64_t scm, int64_t scn,
-                       int wide)
+                       const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
 {
     /* Slices: rows k1 of a two-level K, else runs of the one-level K. */
     int64_t slice = KVEC_SLICE;
@@ -623,17 +622,10 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 for (int64_t n = 0; n < N; n += 4) {
                     int nr = N - n < 4 ? (int)(N - n) : 4;
                     for (int64_t m = 0; m < M; m += 3) {
-                        int mr = M - m < 3 ? (int)(M - m) : 3;
-                        if (wide)
-                            eb_kern_kvec_block_avx512(
-                                mr, nr, x0, len, k1a, k1b, a + m * sam, sam,
-                                b + n * sbn, sbn, k, c + m * scm + n * scn,
-                                scm, scn, add);
-                        else
-                            kvec_block(mr, nr, x0, len, k1a, k1b, a + m * sam,
-                                       sam, b + n * sbn, sbn, k,
-                                       c + m * scm + n * scn, scm, scn, mask,
-                                       add);
+                        kvec_block(M - m < 3 ? (int)(M - m) : 3, nr, x0, len,
+                                   k1a, k1b, a + m * sam, sam, b + n * sbn,
+                                   sbn, k, c + m * scm + n * scn, scm, scn,
+                                   mask, add);
                         if (pera) {
                             pf_next(&pa, pera);
                             pf_next(&pb, perb);
@@ -644,17 +636,10 @@ eb_kern_gemm_kvec_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                 for (int64_t m = 0; m < M; m += 3) {
                     int mr = M - m < 3 ? (int)(M - m) : 3;
                     for (int64_t n = 0; n < N; n += 4) {
-                        int nr = N - n < 4 ? (int)(N - n) : 4;
-                        if (wide)
-                            eb_kern_kvec_block_avx512(
-                                mr, nr, x0, len, k1a, k1b, a + m * sam, sam,
-                                b + n * sbn, sbn, k, c + m * scm + n * scn,
-                                scm, scn, add);
-                        else
-                            kvec_block(mr, nr, x0, len, k1a, k1b, a + m * sam,
-                                       sam, b + n * sbn, sbn, k,
-                                       c + m * scm + n * scn, scm, scn, mask,
-                                       add);
+                        kvec_block(mr, N - n < 4 ? (int)(N - n) : 4, x0, len,
+                                   k1a, k1b, a + m * sam, sam, b + n * sbn,
+                                   sbn, k, c + m * scm + n * scn, scm, scn,
+                                   mask, add);
                         if (pera) {
                             pf_next(&pa, pera);
                             pf_next(&pb, perb);
@@ -987,8 +972,7 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
     }
     if (k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
         k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE)) {
-        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn,
-                               eb_gemm512_usable());
+        eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
     int wide = eb_gemm512_usable();

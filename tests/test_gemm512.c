@@ -1,5 +1,4 @@
-/* test_gemm512: the AVX-512 kernels (gemm512.h): the row kernel against
- * a chain of multiply-adds, the k-vector block against a plain sum. */
+/* test_gemm512: the AVX-512 row kernel against a chain of multiply-adds. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -93,58 +92,6 @@ static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
     free(c);
 }
 
-/*
- * One k-vector block (eb_kern_kvec_block_avx512): mr x nr dot products of
- * A's rows (sam = 3 (K + 2) + 1 apart) and B's columns (sbn = 3 (K + 1)
- * + 2 apart), the slice [x0, x0 + len) of outer rows [k1a, k1b) of K,
- * added to C or not, C's columns 1 or 3 apart; against a plain sum (the
- * lanes sum in another order: relative error 1e-13 of the magnitudes).
- */
-static void check_kvec(int mr, int nr, int64_t K, int64_t x0, int64_t len,
-                       int64_t k1a, int64_t k1b, int add, int64_t scn,
-                       uint64_t *seed)
-{
-    eb_gemm_k k = {3, K + 2, 1, K + 1, 1};
-    int64_t sam = 3 * (K + 2) + 1, sbn = 3 * (K + 1) + 2, scm = 4 * scn + 1;
-    double a[3 * (3 * (64 + 2) + 1)], b[4 * (3 * (64 + 1) + 2)];
-    double c[3 * 13], c0[3 * 13];
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
-        a[i] = rand_unit(seed);
-    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
-        b[i] = rand_unit(seed);
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        c[i] = c0[i] = rand_unit(seed);
-    eb_kern_kvec_block_avx512(mr, nr, x0, len, k1a, k1b, a, sam, b, sbn, &k, c,
-                              scm, scn, add);
-    double worst = 0;
-    int64_t touched = 0;
-    for (int r = 0; r < 3; r++)
-        for (int64_t j = 0; j < scm; j++) {
-            double got = c[r * scm + j];
-            if (r >= mr || j % scn || j / scn >= nr) {
-                touched += got != c0[r * scm + j];
-                continue;
-            }
-            double ref = add ? c0[r * scm + j] : 0, mag = fabs(ref);
-            for (int64_t k1 = k1a; k1 < k1b; k1++)
-                for (int64_t x = x0; x < x0 + len; x++) {
-                    double p = a[r * sam + k1 * k.sak1 + x] *
-                               b[j / scn * sbn + k1 * k.sbk1 + x];
-                    ref += p;
-                    mag += fabs(p);
-                }
-            double e = fabs(got - ref) / (mag > 0 ? mag : 1);
-            worst = e > worst ? e : worst;
-        }
-    EB_CHECK(worst <= 1e-13 && touched == 0,
-             "k-vector block %d x %d, K %lld, slice [%lld, +%lld) of rows "
-             "[%lld, %lld), add %d, C columns %lld apart: relative error %g, "
-             "%lld elements outside the block written",
-             mr, nr, (long long)K, (long long)x0, (long long)len,
-             (long long)k1a, (long long)k1b, add, (long long)scn, worst,
-             (long long)touched);
-}
-
 int main(void)
 {
     if (!eb_gemm512_usable()) {
@@ -183,15 +130,6 @@ int main(void)
     check_shape(30, 303, 1, 490, 0, 1, &seed);
     check_shape(100, 1000, 1, 40, 0, 0, &seed);
     check_shape(64, 200, 16, 4, 0, 0, &seed);
-    /* k-vector blocks: every block shape, tails of 0 to 7 past the
-     * vectors of 8, one or more outer rows, a slice inside K. */
-    for (int mr = 1; mr <= 3; mr++)
-        for (int nr = 1; nr <= 4; nr++)
-            for (int64_t len = 1; len <= 17; len++, v++)
-                check_kvec(mr, nr, 64, v % 2 ? 64 - len : 0, len, v % 3,
-                           3, v % 2, v % 4 ? 1 : 3, &seed);
-    check_kvec(3, 4, 64, 0, 64, 0, 3, 0, 1, &seed);
-    check_kvec(2, 3, 64, 5, 59, 1, 2, 1, 3, &seed);
     /* Through eb_kern_small_gemm: row-major C, one-level K, B contiguous
      * along n is this kernel's (the same chains). */
     {
