@@ -139,6 +139,25 @@ run_rows_esz(const eb_plan *p, const void *a, const void *b, void *c,
 {
     int64_t idx[EB_MAX_RANK], off[3];
     batch_offsets(p, p->nb, lo, idx, off);
+    if (p->kind == EB_KIND_SMALL_GEMM && p->nb > 0) {
+        /* The own kernel takes each run along the innermost batch dim in
+         * one call (eb_kern_small_gemm_batch). */
+        int d = p->nb - 1;
+        eb_gemm_k k = {p->K1, p->sak1, p->sak, p->sbk1, p->sbk};
+        for (int64_t i = lo; i < hi;) {
+            int64_t run = p->bshape[d] - idx[d];
+            run = run < hi - i ? run : hi - i;
+            eb_kern_small_gemm_batch(
+                run, p->M, p->N, p->K / p->K1, at(a, off[0], esz), p->sam,
+                p->bstride[0][d], at(b, off[1], esz), p->sbn,
+                p->bstride[1][d], &k, at(c, off[2], esz), p->scm, p->scn,
+                p->bstride[2][d]);
+            i += run;
+            if (i < hi)
+                batch_offsets(p, p->nb, i, idx, off);
+        }
+        return;
+    }
     for (int64_t i = lo; i < hi; i++) {
         kernel_one(p, at(a, off[0], esz), at(b, off[1], esz),
                    at(c, off[2], esz), cnt);

@@ -145,11 +145,17 @@ panel512(int64_t M, int64_t w, int64_t nq, int64_t kc, const double *a,
          const double *pfb, int pfa, const int tab)
 {
     int nv = w < 8 ? 1 : (int)((w + 7) / 8), mrow = block_rows(nv);
-    int64_t pfd = PREFETCH_A_BYTES / (8 * kc);
-    pfd = pfd < mrow ? mrow : pfd;
+    /* The divisions only where a prefetch needs them: a GEMM of a few
+     * hundred multiply-adds spent a fifth of its time on them. */
+    int64_t pfd = 0, nblk = 1;
+    if (pfa) {
+        pfd = PREFETCH_A_BYTES / (8 * kc);
+        pfd = pfd < mrow ? mrow : pfd;
+    }
+    if (pfb)
+        nblk = (M + mrow - 1) / mrow;
     int64_t tail = w < 8 ? 0 : w - 8;
     __mmask8 mask = (__mmask8)((1u << (w < 8 ? w : 8)) - 1);
-    int64_t nblk = (M + mrow - 1) / mrow;
     for (int64_t m = 0; m < M; m += mrow) {
         int mr = M - m < mrow ? (int)(M - m) : mrow;
         const double *ar = a + m * sam;
@@ -216,10 +222,10 @@ static int64_t panel_chunks(int64_t left, int64_t total)
     return full < want ? full : want;
 }
 
-void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
-                              const double *a, int64_t sam, const double *b,
-                              int64_t sbn, const eb_gemm_k *k, double *c,
-                              int64_t scm)
+__attribute__((noinline)) static void
+rowc_panels(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
+            const double *b, int64_t sbn, const eb_gemm_k *k, double *c,
+            int64_t scm)
 {
     int64_t aoff[KC_MAX], boff[KC_MAX];
     double bt[KC_PANEL];
@@ -281,3 +287,58 @@ void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
     }
 }
 
+
+void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
+                              const double *a, int64_t sam, const double *b,
+                              int64_t sbn, const eb_gemm_k *k, double *c,
+                              int64_t scm)
+{
+    /* One chunk of one slice with B in place (a batch element of a tiny
+     * GEMM): straight to its row blocks, without the panel set-up and the
+     * tables on the stack. */
+    if (k->K1 == 1 && sbn == 1 && eb_gemm512_one_panel(N, K)) {
+        panel_strided(M, N, 1, K, a, sam, k->sak, b, k->sbk, c, scm, 0, NULL,
+                      0);
+        return;
+    }
+    rowc_panels(M, N, K, a, sam, b, sbn, k, c, scm);
+}
+
+int eb_gemm512_one_panel(int64_t N, int64_t K)
+{
+    return N <= CHUNK_MAX && K <= KC_MAX && K * N <= KC_PANEL;
+}
+
+__attribute__((target("avx512f"))) void
+eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
+                          const double *a, int64_t sam, int64_t sak,
+                          int64_t saw, const double *b, int64_t sbn,
+                          int64_t sbk, int64_t sbw, double *c, int64_t scm,
+                          int64_t scw)
+{
+    /* panel512's one chunk of one slice, its set-up done once for the W
+     * elements: the same row blocks (over the same copy of B where its
+     * columns are apart), so the same chains of multiply-adds as W calls
+     * of eb_kern_gemm_rowc_avx512. */
+    double bt[KC_PANEL];
+    int nv = N < 8 ? 1 : (int)((N + 7) / 8), mrow = block_rows(nv);
+    int64_t tail = N < 8 ? 0 : N - 8;
+    __mmask8 mask = (__mmask8)((1u << (N < 8 ? N : 8)) - 1);
+    for (int64_t w = 0; w < W; w++) {
+        const double *aw = a + w * saw, *bw = b + w * sbw;
+        double *cw = c + w * scw;
+        int64_t sb = sbk;
+        if (sbn != 1) {
+            for (int64_t i = 0; i < K; i++)
+                for (int64_t j = 0; j < N; j++)
+                    bt[i * N + j] = bw[i * sbk + j * sbn];
+            bw = bt;
+            sb = N;
+        }
+        for (int64_t m = 0; m < M; m += mrow) {
+            int mr = M - m < mrow ? (int)(M - m) : mrow;
+            block_any(K, aw + m * sam, sam, sak, NULL, bw, sb, NULL,
+                      cw + m * scm, scm, tail, mask, 0, mr, nv, N < 8, 0);
+        }
+    }
+}

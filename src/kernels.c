@@ -385,6 +385,40 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     }
 }
 
+/* Is a GEMM of N columns and K contracted rows (one level) one chunk of
+ * one slice of eb_kern_gemm_rowc_avx2? */
+static int one_panel_avx2(int64_t N, int64_t K)
+{
+    return N <= CHUNK_MAX && K <= KC_MAX && K * N <= KC_PANEL;
+}
+
+/* W calls of eb_kern_gemm_rowc_avx2 for GEMMs of one chunk of one slice
+ * (one_panel_avx2(N, K)) at strides saw, sbw, scw: the same chunk of row
+ * blocks (over the same copy of B where its columns are apart), so the
+ * same results bit for bit, without the set-up per element. */
+__attribute__((target("avx2,fma"))) static void
+eb_kern_gemm_batch_avx2(int64_t W, int64_t M, int64_t N, int64_t K,
+                        const double *a, int64_t sam, int64_t sak,
+                        int64_t saw, const double *b, int64_t sbn,
+                        int64_t sbk, int64_t sbw, double *c, int64_t scm,
+                        int64_t scw)
+{
+    double bt[KC_PANEL];
+    for (int64_t w = 0; w < W; w++) {
+        const double *bw = b + w * sbw;
+        int64_t sb = sbk;
+        if (sbn != 1) {
+            for (int64_t i = 0; i < K; i++)
+                for (int64_t j = 0; j < N; j++)
+                    bt[i * N + j] = bw[i * sbk + j * sbn];
+            bw = bt;
+            sb = N;
+        }
+        eb_kern_gemm_chunk_avx2(M, N, 1, K, a + w * saw, sam, sak, NULL, bw,
+                                sb, NULL, c + w * scw, scm, 0, NULL, 0, 0);
+    }
+}
+
 /*
  * C = A B where both operands are contiguous along k (A row-major, B
  * column-major: the layout of two tensors contracted over their last
@@ -939,6 +973,15 @@ eb_kern_gemm_few_k_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     }
 }
 
+/* Does eb_kern_small_gemm take the k-vector kernel (C row-major)? */
+static int kvec_shape(int64_t M, int64_t N, int64_t K, const eb_gemm_k *k,
+                      int64_t sbn)
+{
+    return k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
+           k->K1 * K >= KVEC_MIN_TOTAL &&
+           (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE);
+}
+
 void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                      int64_t sam, const double *b, int64_t sbn,
                      const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
@@ -970,8 +1013,7 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
         eb_kern_gemm_dots(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
-    if (k->sak == 1 && k->sbk == 1 && sbn != 1 && K >= KVEC_MIN_K &&
-        k->K1 * K >= KVEC_MIN_TOTAL && (M <= KVEC_MAX_SIDE || N <= KVEC_MAX_SIDE)) {
+    if (kvec_shape(M, N, K, k, sbn)) {
         eb_kern_gemm_kvec_avx2(M, N, K, a, sam, b, sbn, k, c, scm, scn);
         return;
     }
@@ -1007,6 +1049,41 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                     c[(m0 + m) * scm + (n0 + n) * scn] = tile[m * nc + n];
         }
     }
+}
+
+void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
+                              const double *a, int64_t sam, int64_t saw,
+                              const double *b, int64_t sbn, int64_t sbw,
+                              const eb_gemm_k *k, double *c, int64_t scm,
+                              int64_t scn, int64_t scw)
+{
+    /* The shapes where eb_kern_small_gemm goes to one chunk of one slice
+     * of its row kernel (its few-rows kernels want K N >= 2^16), C
+     * row-major or, through C^T = B^T A^T, column-major: 1900 batch
+     * elements of 4 x 4 x 4 cost 37 ns an element in calls of the AVX-512
+     * kernel, most of it set-up (docs/engine-gemm.md). */
+    if (W > 1 && k->K1 == 1 && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
+        int wide = eb_gemm512_usable();
+        eb_gemm_k t = {1, 0, k->sbk, 0, k->sak};
+        if (scn == 1 && !kvec_shape(M, N, K, k, sbn) &&
+            (wide ? eb_gemm512_one_panel(N, K) : one_panel_avx2(N, K))) {
+            (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
+                W, M, N, K, a, sam, k->sak, saw, b, sbn, k->sbk, sbw, c, scm,
+                scw);
+            return;
+        }
+        if (scn != 1 && scm == 1 && !kvec_shape(N, M, K, &t, sam) &&
+            (wide ? eb_gemm512_one_panel(M, K) : one_panel_avx2(M, K))) {
+            (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
+                W, N, M, K, b, sbn, k->sbk, sbw, a, sam, k->sak, saw, c, scn,
+                scw);
+            return;
+        }
+    }
+    for (int64_t w = 0; w < W; w++)
+        eb_kern_small_gemm(M, N, K, a + w * saw, sam, b + w * sbw, sbn, k,
+                           c + w * scw, scm, scn);
 }
 
 /* The 4 x 4 transpose of r[0..3] in place: r[j][x] <-> r[x][j]. */

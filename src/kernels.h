@@ -41,6 +41,16 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         const eb_gemm_k *k, double *c, int64_t scm,
                         int64_t scn);
 
+/* W calls of eb_kern_small_gemm, element w's operands and output at
+ * a + w saw, b + w sbw, c + w scw (a batch dim): the same results, with
+ * the kernel's set-up once for all W where the elements are tiny GEMMs
+ * (one panel of the AVX-512 row kernel). */
+void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
+                              const double *a, int64_t sam, int64_t saw,
+                              const double *b, int64_t sbn, int64_t sbw,
+                              const eb_gemm_k *k, double *c, int64_t scm,
+                              int64_t scn, int64_t scw);
+
 /* Does eb_kern_small_gemm take C's at most EB_FEW_ROWS_MAX rows against a
  * B with contiguous columns (sbn = 1), K1 K <= EB_FEW_K_MAX and at least
  * 2^16 elements of B, summing all of K in registers 8 columns at a time

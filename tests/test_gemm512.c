@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "gemm512.h"
@@ -92,8 +93,117 @@ static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
     free(c);
 }
 
+/*
+ * eb_kern_small_gemm_batch against W calls of eb_kern_small_gemm, equal
+ * bit for bit, and the naive sum within rounding: C row-major (layout 0),
+ * column-major (1) or strided both ways (2); A and B either way; the
+ * batch elements apart (wide: after each other with a gap) or
+ * interleaved (the batch dim between the rows of each operand). Nothing
+ * outside the elements of C may be written.
+ */
+static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K,
+                        int colmajor_a, int colmajor_b, int layout,
+                        int interleaved, uint64_t *seed)
+{
+    eb_gemm_k k = {1, 0, 0, 0, 0};
+    int64_t sam, sbn, scm, scn, saw, sbw, scw;
+    /* Element strides inside one batch element, then the batch stride. */
+    int64_t ea = M * K + 3, eb = K * N + 2, ec = M * N + 5;
+    int64_t ia = interleaved ? W : 1, ib = interleaved ? W : 1;
+    if (colmajor_a)
+        sam = ia, k.sak = M * ia;
+    else
+        k.sak = ia, sam = K * ia;
+    if (colmajor_b)
+        k.sbk = ib, sbn = K * ib;
+    else
+        sbn = ib, k.sbk = N * ib;
+    saw = interleaved ? 1 : ea;
+    sbw = interleaved ? 1 : eb;
+    int64_t ic = interleaved ? W : 1;
+    if (layout == 0)
+        scn = ic, scm = N * ic;
+    else if (layout == 1)
+        scm = ic, scn = M * ic;
+    else
+        scn = 2 * ic, scm = 2 * N * ic;
+    scw = interleaved ? 1 : (layout == 2 ? 2 * ec : ec);
+    int64_t na = interleaved ? W * M * K : W * ea;
+    int64_t nb = interleaved ? W * K * N : W * eb;
+    int64_t nc = interleaved ? W * M * N * (layout == 2 ? 2 : 1)
+                             : W * scw;
+    double *a = malloc(sizeof *a * (size_t)na);
+    double *b = malloc(sizeof *b * (size_t)nb);
+    double *c1 = malloc(sizeof *c1 * (size_t)nc);
+    double *c2 = malloc(sizeof *c2 * (size_t)nc);
+    if (!a || !b || !c1 || !c2) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(c1), free(c2);
+        return;
+    }
+    for (int64_t i = 0; i < na; i++)
+        a[i] = rand_unit(seed);
+    for (int64_t i = 0; i < nb; i++)
+        b[i] = rand_unit(seed);
+    for (int64_t i = 0; i < nc; i++)
+        c1[i] = c2[i] = 1e300;
+    eb_kern_small_gemm_batch(W, M, N, K, a, sam, saw, b, sbn, sbw, &k, c1,
+                             scm, scn, scw);
+    for (int64_t w = 0; w < W; w++)
+        eb_kern_small_gemm(M, N, K, a + w * saw, sam, b + w * sbw, sbn, &k,
+                           c2 + w * scw, scm, scn);
+    int64_t differ = 0, off = 0, touched = 0;
+    for (int64_t i = 0; i < nc; i++)
+        differ += memcmp(&c1[i], &c2[i], sizeof c1[i]) != 0;
+    for (int64_t w = 0; w < W; w++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double ref = 0, mag = 0;
+                for (int64_t x = 0; x < K; x++) {
+                    double t = a[w * saw + m * sam + x * k.sak] *
+                               b[w * sbw + x * k.sbk + n * sbn];
+                    ref += t;
+                    mag += fabs(t);
+                }
+                double *e = &c1[w * scw + m * scm + n * scn];
+                off += !(fabs(*e - ref) <= 1e-13 * (mag + 1));
+                *e = 1e300;
+            }
+    for (int64_t i = 0; i < nc; i++)
+        touched += c1[i] != 1e300;
+    EB_CHECK(differ == 0 && off == 0 && touched == 0,
+             "batch of %lld x %lld x %lld x %lld (A %s, B %s, C layout %d, "
+             "%s): %lld elements differ from the calls, %lld from the sum, "
+             "%lld outside C written",
+             (long long)W, (long long)M, (long long)N, (long long)K,
+             colmajor_a ? "column-major" : "row-major",
+             colmajor_b ? "column-major" : "row-major", layout,
+             interleaved ? "interleaved" : "apart", (long long)differ,
+             (long long)off, (long long)touched);
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
+}
+
 int main(void)
 {
+    uint64_t bseed = 11;
+    /* The batch entry on any CPU (without AVX-512 it is the calls):
+     * shapes of one panel (N or M up to 32, K N up to 4096, K up to 512)
+     * and past it, every orientation. */
+    static const int64_t BNs[] = {1, 3, 4, 8, 11, 16, 17, 32, 33};
+    static const int64_t BKs[] = {1, 4, 11, 64, 65, 130, 513};
+    int bv = 0;
+    for (int64_t M = 1; M <= 17; M += (M < 9 ? 1 : 8))
+        for (size_t i = 0; i < sizeof BNs / sizeof BNs[0]; i++)
+            for (size_t j = 0; j < sizeof BKs / sizeof BKs[0]; j++, bv++)
+                check_batch(1 + bv % 4, M, BNs[i], BKs[j], bv % 2,
+                            (bv / 2) % 2, (bv / 4) % 3, (bv / 3) % 2, &bseed);
+    check_batch(1900, 4, 4, 4, 0, 0, 0, 0, &bseed);
+    check_batch(1900, 1, 16, 11, 0, 0, 1, 1, &bseed);
+    check_batch(64, 16, 16, 16, 1, 1, 0, 0, &bseed);
+    check_batch(7, 32, 32, 128, 0, 1, 1, 0, &bseed);
     if (!eb_gemm512_usable()) {
         /* Valgrind's virtual CPU and CPUs without AVX-512F: the kernel is
          * never called there (eb_kern_small_gemm checks the same). */
