@@ -304,41 +304,70 @@ void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
     rowc_panels(M, N, K, a, sam, b, sbn, k, c, scm);
 }
 
-int eb_gemm512_one_panel(int64_t N, int64_t K)
+int eb_gemm512_one_panel(int64_t N, int64_t KT)
 {
-    return N <= CHUNK_MAX && K <= KC_MAX && K * N <= KC_PANEL;
+    return N <= CHUNK_MAX && KT <= KC_MAX && KT * N <= KC_PANEL;
 }
 
-__attribute__((target("avx512f"))) void
-eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
-                          const double *a, int64_t sam, int64_t sak,
-                          int64_t saw, const double *b, int64_t sbn,
-                          int64_t sbk, int64_t sbw, double *c, int64_t scm,
-                          int64_t scw)
+/* eb_kern_gemm_batch_avx512 for a one-level (tab = 0) or two-level K:
+ * aoff, boff and poff (i N) hold the tables of the two-level one. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+batch512(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
+         int64_t sam, int64_t saw, const double *b, int64_t sbn,
+         int64_t sbw, const eb_gemm_k *k, double *c, int64_t scm,
+         int64_t scw, double *bt, const int64_t *aoff, const int64_t *boff,
+         const int64_t *poff, const int tab)
 {
-    /* panel512's one chunk of one slice, its set-up done once for the W
-     * elements: the same row blocks (over the same copy of B where its
-     * columns are apart), so the same chains of multiply-adds as W calls
-     * of eb_kern_gemm_rowc_avx512. */
-    double bt[KC_PANEL];
     int nv = N < 8 ? 1 : (int)((N + 7) / 8), mrow = block_rows(nv);
     int64_t tail = N < 8 ? 0 : N - 8;
     __mmask8 mask = (__mmask8)((1u << (N < 8 ? N : 8)) - 1);
     for (int64_t w = 0; w < W; w++) {
         const double *aw = a + w * saw, *bw = b + w * sbw;
         double *cw = c + w * scw;
-        int64_t sb = sbk;
+        int64_t sb = k->sbk;
+        const int64_t *bo = boff;
         if (sbn != 1) {
-            for (int64_t i = 0; i < K; i++)
+            for (int64_t i = 0; i < total; i++) {
+                const double *src = bw + (tab ? boff[i] : i * k->sbk);
                 for (int64_t j = 0; j < N; j++)
-                    bt[i * N + j] = bw[i * sbk + j * sbn];
+                    bt[i * N + j] = src[j * sbn];
+            }
             bw = bt;
             sb = N;
+            bo = poff;
         }
         for (int64_t m = 0; m < M; m += mrow) {
             int mr = M - m < mrow ? (int)(M - m) : mrow;
-            block_any(K, aw + m * sam, sam, sak, NULL, bw, sb, NULL,
-                      cw + m * scm, scm, tail, mask, 0, mr, nv, N < 8, 0);
+            block_any(total, aw + m * sam, sam, tab ? 0 : k->sak, aoff, bw,
+                      tab ? 0 : sb, bo, cw + m * scm, scm, tail, mask, 0, mr,
+                      nv, N < 8, tab);
         }
     }
+}
+
+__attribute__((target("avx512f"))) void
+eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
+                          const double *a, int64_t sam, int64_t saw,
+                          const double *b, int64_t sbn, int64_t sbw,
+                          const eb_gemm_k *k, double *c, int64_t scm,
+                          int64_t scw)
+{
+    /* panel512's one chunk of one slice, its set-up (the tables of a
+     * two-level K included) done once for the W elements: the same row
+     * blocks over the same copy of B where its columns are apart, so the
+     * same chains of multiply-adds as W calls of
+     * eb_kern_gemm_rowc_avx512. */
+    double bt[KC_PANEL];
+    int64_t total = k->K1 * K;
+    if (k->K1 == 1) {
+        batch512(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw, bt,
+                 NULL, NULL, NULL, 0);
+        return;
+    }
+    int64_t aoff[KC_MAX], boff[KC_MAX], poff[KC_MAX];
+    eb_gemm_k_offsets(0, total, K, k, aoff, boff);
+    for (int64_t i = 0; i < total; i++)
+        poff[i] = i * N;
+    batch512(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw, bt,
+             aoff, boff, poff, 1);
 }

@@ -27,21 +27,22 @@ void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
                               int64_t sbn, const eb_gemm_k *k, double *c,
                               int64_t scm);
 
-/* Is a GEMM with N columns and K contracted rows (one level, B's columns
- * contiguous) one chunk of one slice of the row kernel: N <= 32, K <= 512,
- * K N <= 4096? */
-int eb_gemm512_one_panel(int64_t N, int64_t K);
+/* Is a GEMM with N columns and KT contracted rows in all (B's columns
+ * contiguous or not) one chunk of one slice of the row kernel: N <= 32,
+ * KT <= 512, KT N <= 4096? */
+int eb_gemm512_one_panel(int64_t N, int64_t KT);
 
 /* C_w = A_w B_w for W GEMMs of one shape at strides saw, sbw, scw (a batch
- * dim), each one panel (eb_gemm512_one_panel(N, K)) with C's columns
- * contiguous: the row kernel's blocks without its set-up per element
- * (B_w copied to a row-major panel where its columns are apart, as the
- * row kernel does), bit for bit the results of W calls of
- * eb_kern_gemm_rowc_avx512. Only where eb_gemm512_usable(). */
+ * dim), arguments as eb_kern_gemm_rowc_avx512's, each one panel
+ * (eb_gemm512_one_panel(N, k->K1 K)): the row kernel's blocks without its
+ * set-up per element (B_w copied to a row-major panel where its columns
+ * are apart, a two-level K through tables made once), bit for bit the
+ * results of W calls of eb_kern_gemm_rowc_avx512. Only where
+ * eb_gemm512_usable(). */
 void eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
-                               const double *a, int64_t sam, int64_t sak,
-                               int64_t saw, const double *b, int64_t sbn,
-                               int64_t sbk, int64_t sbw, double *c,
-                               int64_t scm, int64_t scw);
+                               const double *a, int64_t sam, int64_t saw,
+                               const double *b, int64_t sbn, int64_t sbw,
+                               const eb_gemm_k *k, double *c, int64_t scm,
+                               int64_t scw);
 
 #endif

@@ -393,30 +393,57 @@ static int one_panel_avx2(int64_t N, int64_t K)
 }
 
 /* W calls of eb_kern_gemm_rowc_avx2 for GEMMs of one chunk of one slice
- * (one_panel_avx2(N, K)) at strides saw, sbw, scw: the same chunk of row
- * blocks (over the same copy of B where its columns are apart), so the
- * same results bit for bit, without the set-up per element. */
+ * (one_panel_avx2(N, k->K1 K)) at strides saw, sbw, scw: the same chunk
+ * of row blocks over the same copy of B where its columns are apart (a
+ * two-level K through tables made once), so the same results bit for
+ * bit, without the set-up per element. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+batch_avx2(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
+           int64_t sam, int64_t saw, const double *b, int64_t sbn,
+           int64_t sbw, const eb_gemm_k *k, double *c, int64_t scm,
+           int64_t scw, double *bt, const int64_t *aoff, const int64_t *boff,
+           const int64_t *poff, const int tab)
+{
+    for (int64_t w = 0; w < W; w++) {
+        const double *bw = b + w * sbw;
+        int64_t sb = k->sbk;
+        const int64_t *bo = boff;
+        if (sbn != 1) {
+            for (int64_t i = 0; i < total; i++) {
+                const double *src = bw + (tab ? boff[i] : i * k->sbk);
+                for (int64_t j = 0; j < N; j++)
+                    bt[i * N + j] = src[j * sbn];
+            }
+            bw = bt;
+            sb = N;
+            bo = poff;
+        }
+        eb_kern_gemm_chunk_avx2(M, N, 1, total, a + w * saw, sam,
+                                tab ? 0 : k->sak, aoff, bw, tab ? 0 : sb, bo,
+                                c + w * scw, scm, 0, NULL, 0, tab);
+    }
+}
+
 __attribute__((target("avx2,fma"))) static void
 eb_kern_gemm_batch_avx2(int64_t W, int64_t M, int64_t N, int64_t K,
-                        const double *a, int64_t sam, int64_t sak,
-                        int64_t saw, const double *b, int64_t sbn,
-                        int64_t sbk, int64_t sbw, double *c, int64_t scm,
+                        const double *a, int64_t sam, int64_t saw,
+                        const double *b, int64_t sbn, int64_t sbw,
+                        const eb_gemm_k *k, double *c, int64_t scm,
                         int64_t scw)
 {
     double bt[KC_PANEL];
-    for (int64_t w = 0; w < W; w++) {
-        const double *bw = b + w * sbw;
-        int64_t sb = sbk;
-        if (sbn != 1) {
-            for (int64_t i = 0; i < K; i++)
-                for (int64_t j = 0; j < N; j++)
-                    bt[i * N + j] = bw[i * sbk + j * sbn];
-            bw = bt;
-            sb = N;
-        }
-        eb_kern_gemm_chunk_avx2(M, N, 1, K, a + w * saw, sam, sak, NULL, bw,
-                                sb, NULL, c + w * scw, scm, 0, NULL, 0, 0);
+    int64_t total = k->K1 * K;
+    if (k->K1 == 1) {
+        batch_avx2(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw,
+                   bt, NULL, NULL, NULL, 0);
+        return;
     }
+    int64_t aoff[KC_MAX], boff[KC_MAX], poff[KC_MAX];
+    eb_gemm_k_offsets(0, total, K, k, aoff, boff);
+    for (int64_t i = 0; i < total; i++)
+        poff[i] = i * N;
+    batch_avx2(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw, bt,
+               aoff, boff, poff, 1);
 }
 
 /*
@@ -1062,22 +1089,21 @@ void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
      * row-major or, through C^T = B^T A^T, column-major: 1900 batch
      * elements of 4 x 4 x 4 cost 37 ns an element in calls of the AVX-512
      * kernel, most of it set-up (docs/engine-gemm.md). */
-    if (W > 1 && k->K1 == 1 && __builtin_cpu_supports("avx2") &&
+    if (W > 1 && __builtin_cpu_supports("avx2") &&
         __builtin_cpu_supports("fma")) {
         int wide = eb_gemm512_usable();
-        eb_gemm_k t = {1, 0, k->sbk, 0, k->sak};
+        int64_t KT = k->K1 * K;
+        eb_gemm_k t = {k->K1, k->sbk1, k->sbk, k->sak1, k->sak};
         if (scn == 1 && !kvec_shape(M, N, K, k, sbn) &&
-            (wide ? eb_gemm512_one_panel(N, K) : one_panel_avx2(N, K))) {
+            (wide ? eb_gemm512_one_panel(N, KT) : one_panel_avx2(N, KT))) {
             (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
-                W, M, N, K, a, sam, k->sak, saw, b, sbn, k->sbk, sbw, c, scm,
-                scw);
+                W, M, N, K, a, sam, saw, b, sbn, sbw, k, c, scm, scw);
             return;
         }
         if (scn != 1 && scm == 1 && !kvec_shape(N, M, K, &t, sam) &&
-            (wide ? eb_gemm512_one_panel(M, K) : one_panel_avx2(M, K))) {
+            (wide ? eb_gemm512_one_panel(M, KT) : one_panel_avx2(M, KT))) {
             (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
-                W, N, M, K, b, sbn, k->sbk, sbw, a, sam, k->sak, saw, c, scn,
-                scw);
+                W, N, M, K, b, sbn, sbw, a, sam, saw, &t, c, scn, scw);
             return;
         }
     }

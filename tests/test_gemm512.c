@@ -97,27 +97,28 @@ static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
  * eb_kern_small_gemm_batch against W calls of eb_kern_small_gemm, equal
  * bit for bit, and the naive sum within rounding: C row-major (layout 0),
  * column-major (1) or strided both ways (2); A and B either way; the
- * batch elements apart (wide: after each other with a gap) or
- * interleaved (the batch dim between the rows of each operand). Nothing
- * outside the elements of C may be written.
+ * batch elements apart (after each other with a gap) or interleaved (the
+ * batch dim innermost in every operand). K is K1 x Kin: A stores its
+ * contracted elements as (x, k1) and B as (k1, x), so K1 > 1 is a
+ * two-level K. Nothing outside the elements of C may be written.
  */
-static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K,
-                        int colmajor_a, int colmajor_b, int layout,
-                        int interleaved, uint64_t *seed)
+static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K1,
+                        int64_t Kin, int colmajor_a, int colmajor_b,
+                        int layout, int interleaved, uint64_t *seed)
 {
-    eb_gemm_k k = {1, 0, 0, 0, 0};
-    int64_t sam, sbn, scm, scn, saw, sbw, scw;
+    eb_gemm_k k = {K1, 0, 0, 0, 0};
+    int64_t K = K1 * Kin, sam, sbn, scm, scn, saw, sbw, scw;
     /* Element strides inside one batch element, then the batch stride. */
     int64_t ea = M * K + 3, eb = K * N + 2, ec = M * N + 5;
     int64_t ia = interleaved ? W : 1, ib = interleaved ? W : 1;
     if (colmajor_a)
-        sam = ia, k.sak = M * ia;
+        sam = ia, k.sak1 = M * ia, k.sak = K1 * M * ia;
     else
-        k.sak = ia, sam = K * ia;
+        sam = K * ia, k.sak1 = ia, k.sak = K1 * ia;
     if (colmajor_b)
-        k.sbk = ib, sbn = K * ib;
+        k.sbk = ib, k.sbk1 = Kin * ib, sbn = K * ib;
     else
-        sbn = ib, k.sbk = N * ib;
+        sbn = ib, k.sbk = N * ib, k.sbk1 = Kin * N * ib;
     saw = interleaved ? 1 : ea;
     sbw = interleaved ? 1 : eb;
     int64_t ic = interleaved ? W : 1;
@@ -147,10 +148,10 @@ static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K,
         b[i] = rand_unit(seed);
     for (int64_t i = 0; i < nc; i++)
         c1[i] = c2[i] = 1e300;
-    eb_kern_small_gemm_batch(W, M, N, K, a, sam, saw, b, sbn, sbw, &k, c1,
+    eb_kern_small_gemm_batch(W, M, N, Kin, a, sam, saw, b, sbn, sbw, &k, c1,
                              scm, scn, scw);
     for (int64_t w = 0; w < W; w++)
-        eb_kern_small_gemm(M, N, K, a + w * saw, sam, b + w * sbw, sbn, &k,
+        eb_kern_small_gemm(M, N, Kin, a + w * saw, sam, b + w * sbw, sbn, &k,
                            c2 + w * scw, scm, scn);
     int64_t differ = 0, off = 0, touched = 0;
     for (int64_t i = 0; i < nc; i++)
@@ -159,12 +160,14 @@ static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K,
         for (int64_t m = 0; m < M; m++)
             for (int64_t n = 0; n < N; n++) {
                 double ref = 0, mag = 0;
-                for (int64_t x = 0; x < K; x++) {
-                    double t = a[w * saw + m * sam + x * k.sak] *
-                               b[w * sbw + x * k.sbk + n * sbn];
-                    ref += t;
-                    mag += fabs(t);
-                }
+                for (int64_t k1 = 0; k1 < K1; k1++)
+                    for (int64_t x = 0; x < Kin; x++) {
+                        double t =
+                            a[w * saw + m * sam + k1 * k.sak1 + x * k.sak] *
+                            b[w * sbw + k1 * k.sbk1 + x * k.sbk + n * sbn];
+                        ref += t;
+                        mag += fabs(t);
+                    }
                 double *e = &c1[w * scw + m * scm + n * scn];
                 off += !(fabs(*e - ref) <= 1e-13 * (mag + 1));
                 *e = 1e300;
@@ -172,11 +175,11 @@ static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K,
     for (int64_t i = 0; i < nc; i++)
         touched += c1[i] != 1e300;
     EB_CHECK(differ == 0 && off == 0 && touched == 0,
-             "batch of %lld x %lld x %lld x %lld (A %s, B %s, C layout %d, "
-             "%s): %lld elements differ from the calls, %lld from the sum, "
-             "%lld outside C written",
-             (long long)W, (long long)M, (long long)N, (long long)K,
-             colmajor_a ? "column-major" : "row-major",
+             "batch of %lld x %lld x %lld x (%lld x %lld) (A %s, B %s, C "
+             "layout %d, %s): %lld elements differ from the calls, %lld "
+             "from the sum, %lld outside C written",
+             (long long)W, (long long)M, (long long)N, (long long)K1,
+             (long long)Kin, colmajor_a ? "column-major" : "row-major",
              colmajor_b ? "column-major" : "row-major", layout,
              interleaved ? "interleaved" : "apart", (long long)differ,
              (long long)off, (long long)touched);
@@ -198,12 +201,21 @@ int main(void)
     for (int64_t M = 1; M <= 17; M += (M < 9 ? 1 : 8))
         for (size_t i = 0; i < sizeof BNs / sizeof BNs[0]; i++)
             for (size_t j = 0; j < sizeof BKs / sizeof BKs[0]; j++, bv++)
-                check_batch(1 + bv % 4, M, BNs[i], BKs[j], bv % 2,
+                check_batch(1 + bv % 4, M, BNs[i], 1, BKs[j], bv % 2,
                             (bv / 2) % 2, (bv / 4) % 3, (bv / 3) % 2, &bseed);
-    check_batch(1900, 4, 4, 4, 0, 0, 0, 0, &bseed);
-    check_batch(1900, 1, 16, 11, 0, 0, 1, 1, &bseed);
-    check_batch(64, 16, 16, 16, 1, 1, 0, 0, &bseed);
-    check_batch(7, 32, 32, 128, 0, 1, 1, 0, &bseed);
+    /* Two-level K: K1 runs of 1 to 7, in all up to past one slice. */
+    static const int64_t BK1s[] = {2, 4, 9, 130};
+    for (int64_t M = 1; M <= 17; M += 4)
+        for (size_t i = 0; i < sizeof BNs / sizeof BNs[0]; i++)
+            for (size_t j = 0; j < sizeof BK1s / sizeof BK1s[0]; j++, bv++)
+                check_batch(2 + bv % 3, M, BNs[i], BK1s[j], 1 + bv % 7,
+                            bv % 2, (bv / 2) % 2, (bv / 4) % 3, (bv / 3) % 2,
+                            &bseed);
+    check_batch(1900, 4, 4, 1, 4, 0, 0, 0, 0, &bseed);
+    check_batch(1900, 1, 16, 1, 11, 0, 0, 1, 1, &bseed);
+    check_batch(1900, 16, 16, 4, 4, 0, 0, 0, 0, &bseed);
+    check_batch(64, 16, 16, 1, 16, 1, 1, 0, 0, &bseed);
+    check_batch(7, 32, 32, 1, 128, 0, 1, 1, 0, &bseed);
     if (!eb_gemm512_usable()) {
         /* Valgrind's virtual CPU and CPUs without AVX-512F: the kernel is
          * never called there (eb_kern_small_gemm checks the same). */
