@@ -107,7 +107,9 @@ void eb_blas_set_threads(int n) { openblas_set_num_threads(n); }
 const char *eb_blas_config(void) { return openblas_get_config(); }
 const char *eb_blas_corename(void) { return openblas_get_corename(); }
 
-int eb_blas_small_kernels(void)
+int eb_blas_small_kernels(void) { return eb_blas_avx512(); }
+
+int eb_blas_avx512(void)
 {
     static const char *const cores[] = {"skylakex", "cooperlake",
                                         "sapphirerapids"};

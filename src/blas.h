@@ -48,6 +48,12 @@ const char *eb_blas_corename(void);
  * GEMMs; without them (its Haswell and Zen kernels, and under Valgrind)
  * it loses (docs/bench.md, "Fifteenth round"). */
 int eb_blas_small_kernels(void);
+
+/* Does the BLAS run its AVX-512 kernels (OpenBLAS's SkylakeX, Cooperlake
+ * and Sapphire Rapids cores, the ones that also have small-matrix
+ * kernels)? Its Haswell kernels on an AVX-512 CPU (OPENBLAS_CORETYPE=
+ * Haswell) use half the vector width the own kernel uses there. */
+int eb_blas_avx512(void);
 int eb_blas_parallel(void); /* 0 sequential, 1 pthreads, 2 OpenMP */
 
 #endif

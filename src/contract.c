@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "gemm512.h"
 
 /* Batches of matrices at most this many multiply-adds go to the engine's own
  * small-GEMM kernel instead of one BLAS call each: below it, a BLAS call's
@@ -405,6 +406,21 @@ static int small_square(const eb_plan *p)
            p->M % 4 == 0 && p->N % 4 == 0 && !eb_blas_small_kernels();
 }
 
+/* Does the own kernel run twice the BLAS's vector width: its AVX-512 row
+ * kernel against the BLAS's AVX2 kernels on a CPU with AVX-512 (OpenBLAS
+ * told to run its Haswell kernels)? There it ran every skinny GEMM
+ * measured faster, both ways round, long sides of 13200 and 19683 too
+ * (own / BLAS time 0.31-0.91, one exception at 1.09 that skinny_to_blas
+ * keeps on BLAS; docs/engine-gemm.md, "AVX-512"), so every GEMM with a
+ * side below EB_SKINNY_SIDE goes to it, unless batched: mera's 136 x 9720
+ * x 441 then became 17 batch elements of 8 rows, each reading all of a
+ * 34 MB B from memory (eager 1.12x slower). Never under Valgrind (no
+ * AVX-512), so callgrind windows keep the rules below. */
+int eb_contract_own_wider(void)
+{
+    return eb_gemm512_usable() && !eb_blas_avx512();
+}
+
 /* Is p (kind not yet set) a GEMM whose short side is from SKINNY_MN to
  * EB_SKINNY_SIDE - 1, not taken by the own kernel for other reasons? */
 static int mid_skinny(const eb_plan *p)
@@ -426,7 +442,7 @@ static int few_k_long(const eb_plan *p)
 
 static int few_k_to_blas(const eb_plan *p)
 {
-    return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) &&
+    return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) && !eb_contract_own_wider() &&
            (p->M > SKINNY_MAX_LONG || p->N > SKINNY_MAX_LONG) &&
            !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
 }
@@ -451,9 +467,13 @@ static eb_kind pick_kind(const eb_plan *p, int wide)
         return EB_KIND_GEMV;
     if (small_square(p))
         return EB_KIND_SMALL_GEMM;
-    if ((p->M < SKINNY_MN || p->N < SKINNY_MN || (wide && mid_skinny(p))) &&
-        ((p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG) ||
-         few_k_long(p)))
+    if (eb_contract_own_wider() && p->nbatch == 1
+            ? p->M < EB_SKINNY_SIDE || p->N < EB_SKINNY_SIDE
+            : (p->M < SKINNY_MN || p->N < SKINNY_MN ||
+                       (wide && mid_skinny(p))) &&
+                          ((p->M <= SKINNY_MAX_LONG &&
+                            p->N <= SKINNY_MAX_LONG) ||
+                           few_k_long(p)))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
@@ -1390,7 +1410,7 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
     eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt,
                         WIDE_OWN, p, err);
     if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p) ||
-        short_rows(p))
+        short_rows(p) || eb_contract_own_wider())
         return st;
     if (fixed_order && p->K >= POST_MIN_K &&
         (p->M > p->N ? p->sam : p->sbn) == 1) {

@@ -39,6 +39,12 @@ struct eb_team;
  * accordingly (trace.c, skinny_lead). */
 enum { EB_SKINNY_MN = 21, EB_SKINNY_SIDE = 32 };
 
+/* Does the planner give every unbatched GEMM with a side below
+ * EB_SKINNY_SIDE to the own kernel because that kernel runs twice the
+ * BLAS's vector width (its AVX-512 row kernel, OpenBLAS's AVX2 kernels)?
+ * Otherwise the rules of contract.c (SKINNY_MN, mid_skinny, ...) apply. */
+int eb_contract_own_wider(void);
+
 typedef enum {
     EB_KIND_COPY,       /* single operand: permute and/or reduce only */
     EB_KIND_MUL,        /* elementwise multiply (batch labels only) */
