@@ -412,10 +412,12 @@ static int small_square(const eb_plan *p)
  * measured faster, both ways round, long sides of 13200 and 19683 too
  * (own / BLAS time 0.31-0.91, one exception at 1.09 that skinny_to_blas
  * keeps on BLAS; docs/engine-gemm.md, "AVX-512"), so every GEMM with a
- * side below EB_SKINNY_SIDE goes to it, unless batched: mera's 136 x 9720
- * x 441 then became 17 batch elements of 8 rows, each reading all of a
- * 34 MB B from memory (eager 1.12x slower). Never under Valgrind (no
- * AVX-512), so callgrind windows keep the rules below. */
+ * side below EB_SKINNY_SIDE goes to it, batched ones only where every
+ * batch label has a stride in both operands (own_batch): with a batch
+ * along which B is broadcast, mera's 136 x 9720 x 441 became 17 batch
+ * elements of 8 rows, each reading all of a 34 MB B from memory (eager
+ * 1.12x slower). Never under Valgrind (no AVX-512), so callgrind windows
+ * keep the rules below. */
 int eb_contract_own_wider(void)
 {
     return eb_gemm512_usable() && !eb_blas_avx512();
@@ -451,7 +453,19 @@ static int few_k_to_blas(const eb_plan *p)
  * own kernel, or the own kernel writing C through a post permutation. */
 enum { WIDE_BLAS, WIDE_OWN, WIDE_POST };
 
-static eb_kind pick_kind(const eb_plan *p, int wide)
+/* Does every batch label of gb have a stride in both operands (not a
+ * label one operand is broadcast along, which a batch loop would read
+ * again for every index)? */
+static int own_batch(const axes *ax, const group *gb)
+{
+    for (int q = 0; q < gb->n; q++)
+        if (stride_of(&ax[0], gb->id[q]) == 0 ||
+            stride_of(&ax[1], gb->id[q]) == 0)
+            return 0;
+    return 1;
+}
+
+static eb_kind pick_kind(const eb_plan *p, int wide, int own_batched)
 {
     if (p->M == 1 && p->N == 1 && p->K == 1)
         return EB_KIND_MUL;
@@ -467,7 +481,7 @@ static eb_kind pick_kind(const eb_plan *p, int wide)
         return EB_KIND_GEMV;
     if (small_square(p))
         return EB_KIND_SMALL_GEMM;
-    if (eb_contract_own_wider() && p->nbatch == 1
+    if (eb_contract_own_wider() && (p->nbatch == 1 || own_batched)
             ? p->M < EB_SKINNY_SIDE || p->N < EB_SKINNY_SIDE
             : (p->M < SKINNY_MN || p->N < SKINNY_MN ||
                        (wide && mid_skinny(p))) &&
@@ -1445,7 +1459,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     p->M = group_size(&gm, label_size);
     p->N = group_size(&gn, label_size);
     p->K = group_size(&gk, label_size);
-    p->kind = b ? pick_kind(p, wide) : EB_KIND_COPY;
+    p->kind = b ? pick_kind(p, wide, own_batch(ax, &gb)) : EB_KIND_COPY;
     p->vw = 0;
     p->tmp_elems = 0;
     int nsum[2] = {sum[0].n, sum[1].n};

@@ -750,6 +750,8 @@ static void test_few_k_plans(void)
         {"mk,nk->mn", "m=3,k=27,n=19683", EB_KIND_GEMM},
         {"mk,kn->mn", "m=3,k=65,n=19683", KIND_SKINNY},
         {"mk,kn->mn", "m=8,k=27,n=19683", KIND_SKINNY},
+        /* A batch in both operands (gm_queen's 243 x (9 x 19683 x 27)). */
+        {"bmk,bkn->bmn", "b=3,m=9,k=27,n=19683", KIND_SKINNY},
     };
     for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
         eb_step_desc d;
