@@ -442,9 +442,9 @@ static int few_k_long(const eb_plan *p)
     return p->M <= EB_FEW_ROWS_MAX && p->K <= EB_FEW_K_MAX;
 }
 
-static int few_k_to_blas(const eb_plan *p)
+static int few_k_to_blas(const eb_plan *p, int own)
 {
-    return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) && !eb_contract_own_wider() &&
+    return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) && !own &&
            (p->M > SKINNY_MAX_LONG || p->N > SKINNY_MAX_LONG) &&
            !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
 }
@@ -465,7 +465,20 @@ static int own_batch(const axes *ax, const group *gb)
     return 1;
 }
 
-static eb_kind pick_kind(const eb_plan *p, int wide, int own_batched)
+/* Does a GEMM not taken by the rules before it go to the own kernel as a
+ * skinny one? own: eb_contract_own_wider(), own_batched: own_batch. */
+static int skinny_own(const eb_plan *p, int wide, int own, int own_batched)
+{
+    if (own && (p->nbatch == 1 || own_batched))
+        return p->M < EB_SKINNY_SIDE || p->N < EB_SKINNY_SIDE;
+    if (p->M >= SKINNY_MN && p->N >= SKINNY_MN && !(wide && mid_skinny(p)))
+        return 0;
+    return (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG) ||
+           few_k_long(p);
+}
+
+static eb_kind pick_kind(const eb_plan *p, int wide, int own,
+                         int own_batched)
 {
     if (p->M == 1 && p->N == 1 && p->K == 1)
         return EB_KIND_MUL;
@@ -481,13 +494,7 @@ static eb_kind pick_kind(const eb_plan *p, int wide, int own_batched)
         return EB_KIND_GEMV;
     if (small_square(p))
         return EB_KIND_SMALL_GEMM;
-    if (eb_contract_own_wider() && (p->nbatch == 1 || own_batched)
-            ? p->M < EB_SKINNY_SIDE || p->N < EB_SKINNY_SIDE
-            : (p->M < SKINNY_MN || p->N < SKINNY_MN ||
-                       (wide && mid_skinny(p))) &&
-                          ((p->M <= SKINNY_MAX_LONG &&
-                            p->N <= SKINNY_MAX_LONG) ||
-                           few_k_long(p)))
+    if (skinny_own(p, wide, own, own_batched))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
@@ -1377,7 +1384,8 @@ static int skinny_to_blas(const eb_plan *p)
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
                       int nkeep, int fixed_order, const int64_t *label_size,
-                      eb_dtype dt, int wide, eb_plan *p, eb_error *err);
+                      eb_dtype dt, int wide, int own, eb_plan *p,
+                      eb_error *err);
 
 /* See eb_contract_plan: the shortest K of a mid_skinny GEMM in a fixed
  * order whose C goes through a post permutation to the own kernel. */
@@ -1421,25 +1429,27 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
                            const int64_t *label_size, eb_dtype dt,
                            eb_plan *p, eb_error *err)
 {
+    int own = eb_contract_own_wider();
     eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt,
-                        WIDE_OWN, p, err);
+                        WIDE_OWN, own, p, err);
     if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p) ||
-        short_rows(p) || eb_contract_own_wider())
+        short_rows(p) || own)
         return st;
     if (fixed_order && p->K >= POST_MIN_K &&
         (p->M > p->N ? p->sam : p->sbn) == 1) {
         st = plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_POST,
-                  p, err);
+                  own, p, err);
         if (st || (p->kind == EB_KIND_SMALL_GEMM && short_rows(p)))
             return st;
     }
-    return plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_BLAS, p,
-                err);
+    return plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_BLAS,
+                own, p, err);
 }
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
                       int nkeep, int fixed_order, const int64_t *label_size,
-                      eb_dtype dt, int wide, eb_plan *p, eb_error *err)
+                      eb_dtype dt, int wide, int own, eb_plan *p,
+                      eb_error *err)
 {
     if (a->rank > EB_MAX_RANK || (b && b->rank > EB_MAX_RANK) ||
         nkeep > EB_MAX_RANK)
@@ -1459,7 +1469,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     p->M = group_size(&gm, label_size);
     p->N = group_size(&gn, label_size);
     p->K = group_size(&gk, label_size);
-    p->kind = b ? pick_kind(p, wide, own_batch(ax, &gb)) : EB_KIND_COPY;
+    p->kind = b ? pick_kind(p, wide, own, own_batch(ax, &gb)) : EB_KIND_COPY;
     p->vw = 0;
     p->tmp_elems = 0;
     int nsum[2] = {sum[0].n, sum[1].n};
@@ -1569,7 +1579,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     }
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
-    if (skinny_to_blas(p) || few_k_to_blas(p))
+    if (skinny_to_blas(p) || few_k_to_blas(p, own))
         p->kind = EB_KIND_GEMM;
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
     if (p->bp)

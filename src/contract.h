@@ -42,8 +42,8 @@ enum { EB_SKINNY_MN = 21, EB_SKINNY_SIDE = 32 };
 /* Does the planner give every GEMM with a side below EB_SKINNY_SIDE (and
  * no batch label that an operand is broadcast along) to the own kernel
  * because that kernel runs twice the BLAS's vector width (its AVX-512 row
- * kernel, OpenBLAS's AVX2 kernels)?
- * Otherwise the rules of contract.c (SKINNY_MN, mid_skinny, ...) apply. */
+ * kernel, OpenBLAS's AVX2 kernels)? Otherwise the rules of contract.c
+ * (SKINNY_MN, mid_skinny, ...) apply. */
 int eb_contract_own_wider(void);
 
 typedef enum {

@@ -287,7 +287,6 @@ rowc_panels(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
     }
 }
 
-
 void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
                               const double *a, int64_t sam, const double *b,
                               int64_t sbn, const eb_gemm_k *k, double *c,
@@ -327,11 +326,7 @@ batch512(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
         int64_t sb = k->sbk;
         const int64_t *bo = boff;
         if (sbn != 1) {
-            for (int64_t i = 0; i < total; i++) {
-                const double *src = bw + (tab ? boff[i] : i * k->sbk);
-                for (int64_t j = 0; j < N; j++)
-                    bt[i * N + j] = src[j * sbn];
-            }
+            eb_gemm_pack_b(total, N, bw, k->sbk, tab ? boff : NULL, sbn, bt);
             bw = bt;
             sb = N;
             bo = poff;
@@ -365,9 +360,7 @@ eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
         return;
     }
     int64_t aoff[KC_MAX], boff[KC_MAX], poff[KC_MAX];
-    eb_gemm_k_offsets(0, total, K, k, aoff, boff);
-    for (int64_t i = 0; i < total; i++)
-        poff[i] = i * N;
+    eb_gemm_batch_tables(K, k, N, aoff, boff, poff);
     batch512(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw, bt,
              aoff, boff, poff, 1);
 }

@@ -385,6 +385,24 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     }
 }
 
+void eb_gemm_batch_tables(int64_t K, const eb_gemm_k *k, int64_t n,
+                          int64_t *aoff, int64_t *boff, int64_t *poff)
+{
+    eb_gemm_k_offsets(0, k->K1 * K, K, k, aoff, boff);
+    for (int64_t i = 0; i < k->K1 * K; i++)
+        poff[i] = i * n;
+}
+
+void eb_gemm_pack_b(int64_t kc, int64_t n, const double *b, int64_t sbk,
+                    const int64_t *boff, int64_t sbn, double *bt)
+{
+    for (int64_t i = 0; i < kc; i++) {
+        const double *src = b + (boff ? boff[i] : i * sbk);
+        for (int64_t j = 0; j < n; j++)
+            bt[i * n + j] = src[j * sbn];
+    }
+}
+
 /* Is a GEMM of N columns and K contracted rows (one level) one chunk of
  * one slice of eb_kern_gemm_rowc_avx2? */
 static int one_panel_avx2(int64_t N, int64_t K)
@@ -409,11 +427,7 @@ batch_avx2(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
         int64_t sb = k->sbk;
         const int64_t *bo = boff;
         if (sbn != 1) {
-            for (int64_t i = 0; i < total; i++) {
-                const double *src = bw + (tab ? boff[i] : i * k->sbk);
-                for (int64_t j = 0; j < N; j++)
-                    bt[i * N + j] = src[j * sbn];
-            }
+            eb_gemm_pack_b(total, N, bw, k->sbk, tab ? boff : NULL, sbn, bt);
             bw = bt;
             sb = N;
             bo = poff;
@@ -439,9 +453,7 @@ eb_kern_gemm_batch_avx2(int64_t W, int64_t M, int64_t N, int64_t K,
         return;
     }
     int64_t aoff[KC_MAX], boff[KC_MAX], poff[KC_MAX];
-    eb_gemm_k_offsets(0, total, K, k, aoff, boff);
-    for (int64_t i = 0; i < total; i++)
-        poff[i] = i * N;
+    eb_gemm_batch_tables(K, k, N, aoff, boff, poff);
     batch_avx2(W, M, N, total, a, sam, saw, b, sbn, sbw, k, c, scm, scw, bt,
                aoff, boff, poff, 1);
 }

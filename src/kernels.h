@@ -41,6 +41,17 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         const eb_gemm_k *k, double *c, int64_t scm,
                         int64_t scn);
 
+/* The batch kernels' tables for a two-level K of K1 K rows in all:
+ * eb_gemm_k_offsets of every row into aoff and boff, and i n into poff
+ * (the rows of B's copy, n columns wide). */
+void eb_gemm_batch_tables(int64_t K, const eb_gemm_k *k, int64_t n,
+                          int64_t *aoff, int64_t *boff, int64_t *poff);
+
+/* B's kc x n block copied row-major into bt: row i at b + boff[i] (or
+ * b + i sbk where boff is NULL), its columns sbn apart. */
+void eb_gemm_pack_b(int64_t kc, int64_t n, const double *b, int64_t sbk,
+                    const int64_t *boff, int64_t sbn, double *bt);
+
 /* W calls of eb_kern_small_gemm, element w's operands and output at
  * a + w saw, b + w sbw, c + w scw (a batch dim): the same results, with
  * the kernel's set-up once for all W where the elements are tiny GEMMs

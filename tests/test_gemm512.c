@@ -14,6 +14,13 @@ static double rand_unit(uint64_t *seed)
     return (double)(*seed >> 40) / 16777216.0 - 0.5;
 }
 
+/* x[0 .. n) from rand_unit. */
+static void fill_random(double *x, int64_t n, uint64_t *seed)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = rand_unit(seed);
+}
+
 /*
  * C = A B with padded strides, K as K1 runs of K contracted elements with
  * gaps between the runs where K1 > 1: A row-major (rows K1 (K + 2) + 3
@@ -61,10 +68,8 @@ static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
         free(a), free(b), free(c);
         return;
     }
-    for (int64_t i = 0; i < na; i++)
-        a[i] = rand_unit(seed);
-    for (int64_t i = 0; i < nb; i++)
-        b[i] = rand_unit(seed);
+    fill_random(a, na, seed);
+    fill_random(b, nb, seed);
     for (int64_t i = 0; i < nc; i++)
         c[i] = 1e300;
     eb_kern_gemm_rowc_avx512(M, N, K, a, sam, b, sbn, &k, c, scm);
@@ -142,10 +147,8 @@ static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K1,
         free(a), free(b), free(c1), free(c2);
         return;
     }
-    for (int64_t i = 0; i < na; i++)
-        a[i] = rand_unit(seed);
-    for (int64_t i = 0; i < nb; i++)
-        b[i] = rand_unit(seed);
+    fill_random(a, na, seed);
+    fill_random(b, nb, seed);
     for (int64_t i = 0; i < nc; i++)
         c1[i] = c2[i] = 1e300;
     eb_kern_small_gemm_batch(W, M, N, Kin, a, sam, saw, b, sbn, sbw, &k, c1,
