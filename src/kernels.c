@@ -3,6 +3,8 @@
 #include "kernels.h"
 
 #include "gemm512.h"
+#include "simd.h"
+#include "vec512.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -1124,19 +1126,6 @@ void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
                            c + w * scw, scm, scn);
 }
 
-/* The 4 x 4 transpose of r[0..3] in place: r[j][x] <-> r[x][j]. */
-__attribute__((target("avx2"), always_inline)) static inline void
-transpose4(__m256d *r)
-{
-    __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]),
-            t1 = _mm256_unpackhi_pd(r[0], r[1]),
-            t2 = _mm256_unpacklo_pd(r[2], r[3]),
-            t3 = _mm256_unpackhi_pd(r[2], r[3]);
-    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-}
 
 /* Batch elements per transposed pack of eb_kern_gemm_wrows. */
 #ifndef WROWS_SUB
@@ -1157,7 +1146,7 @@ wrows_pack(const double *const *rows, int64_t R, int64_t wn, double *pack)
             _Pragma("GCC unroll 4")
             for (int t = 0; t < 4; t++)
                 r[t] = _mm256_loadu_pd(rows[i + t] + w);
-            transpose4(r);
+            eb_transpose4(r);
             _Pragma("GCC unroll 4")
             for (int t = 0; t < 4; t++)
                 _mm256_storeu_pd(pack + (w + t) * R + i, r[t]);
@@ -1265,7 +1254,7 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
                 acc[i][x] = add ? _mm256_loadu_pd(c + cm[i] + cn[0] + x * scw)
                                 : _mm256_setzero_pd();
             if (add)
-                transpose4(acc[i]);
+                eb_transpose4(acc[i]);
             continue;
         }
         _Pragma("GCC unroll 4")
@@ -1292,7 +1281,7 @@ eb_kern_vec_block_avx2(int64_t K, const double *const *pa,
     _Pragma("GCC unroll 3")
     for (int i = 0; i < mb; i++) {
         if (nn == 4 && tr) {
-            transpose4(acc[i]);
+            eb_transpose4(acc[i]);
             _Pragma("GCC unroll 4")
             for (int x = 0; x < 4; x++)
                 _mm256_storeu_pd(c + cm[i] + cn[0] + x * scw, acc[i][x]);
@@ -1408,7 +1397,7 @@ vec_pack_quad(const double *s, int64_t full, int64_t wb, int64_t sw,
         _Pragma("GCC unroll 4")
         for (int t = 0; t < 4; t++)
             r[t] = _mm256_loadu_pd(s + (x + t) * sw);
-        transpose4(r);
+        eb_transpose4(r);
         double *o = d + x / 8 * 8 * rows + x % 8;
         _Pragma("GCC unroll 4")
         for (int t = 0; t < 4; t++)
@@ -1524,6 +1513,10 @@ void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double 
                       int64_t scw)
 {
     int64_t w = 0;
+    if (eb_gemm512_usable()) {
+        eb_kern_vec_packed_avx512(wb, M, N, K, pa, pb, c, cm, cn, scw);
+        return;
+    }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         eb_kern_vec_packed_avx2(wb, M, N, K, pa, pb, c, cm, cn, scw);
         w = wb / 4 * 4;
@@ -1578,7 +1571,7 @@ vec_gemv_store4_avx2(int64_t n, const double *acc, double *c, int64_t scw)
         __m256d r[4];
         for (int t = 0; t < 4; t++)
             r[t] = _mm256_loadu_pd(acc + t * EB_VEC_GEMV_W + x);
-        transpose4(r);
+        eb_transpose4(r);
         for (int t = 0; t < 4; t++)
             _mm256_storeu_pd(c + (x + t) * scw, r[t]);
     }

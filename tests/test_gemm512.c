@@ -7,6 +7,7 @@
 #include "check.h"
 #include "gemm512.h"
 #include "kernels.h"
+#include "vec512.h"
 
 static double rand_unit(uint64_t *seed)
 {
@@ -14,11 +15,20 @@ static double rand_unit(uint64_t *seed)
     return (double)(*seed >> 40) / 16777216.0 - 0.5;
 }
 
-/* x[0 .. n) from rand_unit. */
+/* A value with a full 53-bit significand, so that products and sums
+ * round (rand_unit's 24 bits leave chains of up to 2^5 terms exact in any
+ * order). */
+static double rand_full(uint64_t *seed)
+{
+    double hi = rand_unit(seed);
+    return hi + rand_unit(seed) * 0x1p-26;
+}
+
+/* x[0 .. n) from rand_full. */
 static void fill_random(double *x, int64_t n, uint64_t *seed)
 {
     for (int64_t i = 0; i < n; i++)
-        x[i] = rand_unit(seed);
+        x[i] = rand_full(seed);
 }
 
 /*
@@ -192,6 +202,86 @@ static void check_batch(int64_t W, int64_t M, int64_t N, int64_t K1,
     free(c2);
 }
 
+/*
+ * The vector-batch block (kernels.h's pack of wb elements of w: A's row
+ * (m, k) of chunk x at x 8 M K + (m K + k) 8, B's (k, n) at x 8 K N +
+ * (k N + n) 8; lanes past wb hold NaN, which must not reach C) into C of
+ * layout `lay`: 0 w contiguous (scw 1, rows and columns apart), 1 columns
+ * contiguous and w strided (stored as transposed rows of 4), 2 both
+ * strided (scattered). Through eb_kern_vec_gemm on any CPU (within
+ * rounding of the chain: the AVX2 blocks' tail lanes multiply and add
+ * apart) and, with AVX-512, eb_kern_vec_packed_avx512 bit for bit against
+ * fma() over k in order. Only C's elements may be written.
+ */
+static void check_vec(int64_t wb, int64_t M, int64_t N, int64_t K, int lay,
+                      uint64_t *seed)
+{
+    int64_t lanes = (wb + 7) / 8 * 8;
+    int64_t cn_st = lay == 2 ? 2 : 1, scw = lay == 0 ? 1 : cn_st * N + 3;
+    int64_t cm_st = lay == 0 ? wb + 5 : scw * wb + 1;
+    int64_t cm[64], cn[64];
+    for (int64_t m = 0; m < M; m++)
+        cm[m] = lay == 0 ? m * (N * (wb + 5) + 2) : m * cm_st;
+    for (int64_t n = 0; n < N; n++)
+        cn[n] = lay == 0 ? n * (wb + 5) : n * cn_st;
+    int64_t span = cm[M - 1] + cn[N - 1] + (wb - 1) * scw + 1 + 8;
+    double *pa = malloc(sizeof *pa * (size_t)(lanes * M * K));
+    double *pb = malloc(sizeof *pb * (size_t)(lanes * K * N));
+    double *c = malloc(sizeof *c * (size_t)span);
+    double *ref = malloc(sizeof *ref * (size_t)(wb * M * N));
+    if (!pa || !pb || !c || !ref) {
+        EB_CHECK(0, "out of memory");
+        free(pa), free(pb), free(c), free(ref);
+        return;
+    }
+    for (int64_t x = 0; x < lanes * M * K; x++)
+        pa[x] = x % 8 + x / (8 * M * K) * 8 < wb ? rand_full(seed) : NAN;
+    for (int64_t x = 0; x < lanes * K * N; x++)
+        pb[x] = x % 8 + x / (8 * K * N) * 8 < wb ? rand_full(seed) : NAN;
+    for (int64_t w = 0; w < wb; w++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double s = 0;
+                const double *a = pa + w / 8 * 8 * M * K + w % 8;
+                const double *b = pb + w / 8 * 8 * K * N + w % 8;
+                for (int64_t k = 0; k < K; k++)
+                    s = fma(a[(m * K + k) * 8], b[(k * N + n) * 8], s);
+                ref[(w * M + m) * N + n] = s;
+            }
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && !eb_gemm512_usable())
+            break;
+        for (int64_t x = 0; x < span; x++)
+            c[x] = -7.0;
+        if (pass == 0)
+            eb_kern_vec_gemm(wb, M, N, K, pa, pb, c, cm, cn, scw);
+        else
+            eb_kern_vec_packed_avx512(wb, M, N, K, pa, pb, c, cm, cn, scw);
+        int64_t wrong = 0, written = 0;
+        for (int64_t w = 0; w < wb; w++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    double got = c[cm[m] + cn[n] + w * scw],
+                           want = ref[(w * M + m) * N + n];
+                    wrong += pass ? got != want
+                                  : !(fabs(got - want) <= 1e-13 * (K + 1));
+                    c[cm[m] + cn[n] + w * scw] = -7.0;
+                }
+        for (int64_t x = 0; x < span; x++)
+            written += c[x] != -7.0;
+        EB_CHECK(wrong == 0 && written == 0,
+                 "%s wb %lld, %lld x %lld x %lld, C layout %d: %lld "
+                 "elements wrong, %lld written outside C",
+                 pass ? "eb_kern_vec_packed_avx512" : "eb_kern_vec_gemm",
+                 (long long)wb, (long long)M, (long long)N, (long long)K, lay,
+                 (long long)wrong, (long long)written);
+    }
+    free(pa);
+    free(pb);
+    free(c);
+    free(ref);
+}
+
 int main(void)
 {
     uint64_t bseed = 11;
@@ -219,6 +309,17 @@ int main(void)
     check_batch(1900, 16, 16, 4, 4, 0, 0, 0, 0, &bseed);
     check_batch(64, 16, 16, 1, 16, 1, 1, 0, 0, &bseed);
     check_batch(7, 32, 32, 1, 128, 0, 1, 1, 0, &bseed);
+    /* The vector-batch blocks: masked chunks (wb 1-17), every block of
+     * up to 4 x 4 and its remainders, K in one slice or several (48 a
+     * slice), each C layout. */
+    static const int64_t Ws[] = {1, 3, 4, 7, 8, 9, 13, 16, 17, 64};
+    static const int64_t VMs[] = {1, 2, 3, 4, 5, 6, 11, 16};
+    static const int64_t VKs[] = {1, 4, 16, 48, 49, 100};
+    int vv = 0;
+    for (size_t i = 0; i < sizeof Ws / sizeof Ws[0]; i++)
+        for (size_t m = 0; m < sizeof VMs / sizeof VMs[0]; m++)
+            for (size_t n = 0; n < sizeof VMs / sizeof VMs[0]; n++, vv++)
+                check_vec(Ws[i], VMs[m], VMs[n], VKs[vv % 6], vv % 3, &bseed);
     if (!eb_gemm512_usable()) {
         /* Valgrind's virtual CPU and CPUs without AVX-512F: the kernel is
          * never called there (eb_kern_small_gemm checks the same). */
@@ -264,9 +365,9 @@ int main(void)
         double *c = malloc(sizeof *c * (size_t)(M * N));
         if (a && b && c) {
             for (int64_t x = 0; x < M * K; x++)
-                a[x] = rand_unit(&seed);
+                a[x] = rand_full(&seed);
             for (int64_t x = 0; x < K * N; x++)
-                b[x] = rand_unit(&seed);
+                b[x] = rand_full(&seed);
             eb_gemm_k k = {1, 0, 1, 0, N};
             eb_kern_small_gemm(M, N, K, a, K, b, 1, &k, c, N, 1);
             int64_t wrong = 0;
