@@ -290,9 +290,30 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
     if (ok) {
         L->lay[s] = *in;
     } else {
-        const group *gs[3] = {&o->b, g1, g2};
-        compact_axes(gs, 3, label_size, &L->lay[s]);
-        L->cost += in->elems;
+        /* A batch label at stride 0 (a widened operand: see
+         * eb_contract_plan_peel) stays at stride 0: the operand is
+         * prepared once, not once per index of that label. */
+        group bb = {0}, bz = {0};
+        int64_t copies = 1;
+        for (int q = 0; q < o->b.n; q++) {
+            int l = o->b.id[q];
+            if (stride_of(in, l) == 0) {
+                bz.id[bz.n++] = l;
+                copies *= label_size[l];
+            } else {
+                bb.id[bb.n++] = l;
+            }
+        }
+        const group *gs[3] = {&bb, g1, g2};
+        axes *x = &L->lay[s];
+        compact_axes(gs, 3, label_size, x);
+        for (int q = 0; q < bz.n; q++) {
+            x->id[x->n] = bz.id[q];
+            x->size[x->n] = label_size[bz.id[q]];
+            x->stride[x->n] = 0;
+            x->n++;
+        }
+        L->cost += in->elems / copies;
     }
 }
 
@@ -499,16 +520,19 @@ static eb_kind pick_kind(const eb_plan *p, int wide, int own,
     return EB_KIND_GEMM;
 }
 
-/* An xform of elements of dt from `in` into the compact layout `out`,
- * summing `sum`. */
+/* An xform of elements of dt from `in` into the compact layout `out` (its
+ * labels at stride 0 are not stored), summing `sum`. */
 static void make_xform(eb_dtype dt, const axes *in, const axes *out,
                        const group *sum, eb_xform *x)
 {
     x->dt = dt;
-    x->rank = out->n;
+    x->rank = 0;
     for (int d = 0; d < out->n; d++) {
-        x->shape[d] = out->size[d];
-        x->in_stride[d] = stride_of(in, out->id[d]);
+        if (out->stride[d] == 0)
+            continue; /* a broadcast label, not stored (layout_operand) */
+        x->shape[x->rank] = out->size[d];
+        x->in_stride[x->rank] = stride_of(in, out->id[d]);
+        x->rank++;
     }
     x->red_rank = sum->n;
     for (int e = 0; e < sum->n; e++) {
@@ -1613,7 +1637,8 @@ enum {
     PEEL_MIN_MOVED = 1 << 15,
     PEEL_MIN_MNK = 512,
     PEEL_BIG_MNK = 1 << 16,
-    PEEL_BIG_SAVES = 8
+    PEEL_BIG_SAVES = 8,
+    PEEL_DEEP_MIN_MOVED = 1 << 17
 };
 
 static int gemm_kind(eb_kind k)
@@ -1718,16 +1743,49 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                     2 * (eb_plan_moved(p) - eb_plan_moved(&q)) >= touched))
             *p = q;
     }
+    /* Deeper, for a step that moves an operand x whole because its free
+     * labels are split by contracted ones, or its C because x's free
+     * labels come in another order there (eager's canonical orders:
+     * gm_queen's frphivgdynexoqsb,lxuvw->frphigdyneoqsbluw permuted 43 M
+     * elements of A for a C three times as large): x's free labels,
+     * outermost first, become batch labels of the other operand until x
+     * is read in place. Taken for products of a short K that move at
+     * most half as much, where the step moves at least
+     * PEEL_DEEP_MIN_MOVED elements (below, a blocked preparation in cache
+     * was faster: wkxl,lkj->wxj with w = 1001, k = 5, x = 4, l = 3, j =
+     * 200 took 0.29 ms blocked, 0.32 ms as 1001 products; with w = 10001,
+     * 4.24 and 3.91 ms). */
+    for (int s = 0; s < 2 && eb_plan_moved(p) >= PEEL_DEEP_MIN_MOVED; s++) {
+        eb_view w = *v[1 - s];
+        eb_plan q;
+        int found = 0;
+        while (!found && w.rank < EB_MAX_RANK) {
+            int l = outer_free(v[s], &w, keep, nkeep);
+            if (l < 0)
+                break;
+            w = widened(&w, l, label_size);
+            if (eb_contract_plan(s ? &w : a, s ? b : &w, keep, nkeep, 1,
+                                 label_size, dt, &q, err) != EB_OK)
+                break;
+            found = !q.prep[s] && !q.bp;
+        }
+        if (found && gemm_kind(q.kind) && q.K <= LOW_K &&
+            q.M * q.N * q.K >= PEEL_MIN_MNK &&
+            2 * eb_plan_moved(&q) <= eb_plan_moved(p))
+            *p = q;
+    }
     /* Both at once, where C interleaves the two free sides around each
      * other (mera's last step, PQ...: P from A, Q from B, then A's other
      * free labels, then B's: as one GEMM its C was permuted whole, 43 M
      * elements): C's outermost free label of each operand a batch label
      * of the other, for few large products that save at least half of
-     * what the step touches. A widened operand prepared counts its copies:
-     * eager's canonical A of that step, prepared 3 times over Q (26.6 M
-     * elements moved instead of 51.9 M), ran slower (plan --time, 270 ->
-     * 300 ms), and this rule declines it; trace lays A out for the GEMM
-     * and moves nothing (400 -> 240-280 ms). Products of the own kernel
+     * what the step touches. A widened operand is prepared once, its
+     * widened label read at stride 0 (layout_operand): eager's canonical
+     * A of that step, 8.9 M elements moved instead of 51.9 M, plan --time
+     * 188 -> 151-174 ms on mera open (prepared 3 times over Q, 26.6 M
+     * elements, it had run slower, 270 -> 300 ms, and was declined);
+     * trace lays A out for the GEMM and moves nothing (400 -> 240-280
+     * ms). Products of the own kernel
      * with a long K read in place are not taken (mera closed's 136 x 9720
      * x 441 as 51 x (8 x 3240 x 441): 40 -> 224 ms); tensornetwork's K = 2
      * step is (2 x 8 x 65536 as 8 x 4 x 32768: 2.4-3.0 -> 1.2-1.5 ms). */
