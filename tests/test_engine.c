@@ -519,6 +519,48 @@ static void test_peel_big(void)
              (long long)p.prep_elems[0]);
 }
 
+/* The deeper peel: A's free labels split by contracted ones (gm_queen
+ * eager's frphivgdynexoqsb,lxuvw->...luw, 43 M elements of A permuted
+ * whole) run as batch labels of B down to A's innermost free run, A read
+ * in place and B prepared once; results in both modes against the naive
+ * sum. Below PEEL_DEEP_MIN_MOVED elements moved it is not tried. */
+static void test_peel_deep(void)
+{
+    static const struct {
+        const char *sizes;
+        int deep;
+    } c[] = {{"a=32,v=3,b=16,x=3,c=32,l=3,u=3,w=3", 1},
+             {"a=8,v=3,b=8,x=3,c=16,l=3,u=3,w=3", 0}};
+    for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        eb_step_desc d;
+        if (!eager_first_step("avbxc,lxuvw->abcluw", c[q].sizes, &d))
+            continue;
+        int deep = d.plan.nbatch > 1 && !d.plan.prep[0] && d.plan.M == 32 &&
+                   d.plan.prep_elems[1] == 243;
+        EB_CHECK(deep == c[q].deep && d.plan.kind == EB_KIND_SMALL_GEMM,
+                 "avbxc,lxuvw->abcluw (%s): %s, %lld x (%lld x %lld x %lld), "
+                 "prep %d %d, want the deep peel %d", c[q].sizes,
+                 eb_kind_name(d.plan.kind), (long long)d.plan.nbatch,
+                 (long long)d.plan.M, (long long)d.plan.N,
+                 (long long)d.plan.K, d.plan.prep[0], d.plan.prep[1],
+                 c[q].deep);
+        tu_sizes sp = {c[q].sizes};
+        eb_instance *inst = tu_instance("avbxc,lxuvw->abcluw", tu_spec_size,
+                                        &sp);
+        if (!inst)
+            continue;
+        eb_pair steps[2];
+        eb_path path;
+        tu_seq_path(&path, steps, inst->num_tensors);
+        for (int m = 0; m < EB_MODE_COUNT; m++) {
+            double e = tu_mode_vs_naive(inst, &path, 5, (eb_mode)m, NULL);
+            EB_CHECK(e >= 0 && e <= 1e-12, "deep peel (%s) %s: rel err %g",
+                     c[q].sizes, eb_mode_name((eb_mode)m), e);
+        }
+        eb_instance_destroy(inst);
+    }
+}
+
 /* C = P Q M N from A = P M f G and B = f G Q N: as one GEMM (M = P M,
  * N = Q N) C would be permuted whole; peeling P into B and Q into A (each
  * at stride 0) gives 9 GEMMs whose C blocks lie in place. Trace's last
@@ -1246,6 +1288,7 @@ int main(void)
     test_vec_prep_dtype();
     test_vec_gemv_plans();
     test_peel_big();
+    test_peel_deep();
     test_peel_both();
     test_skinny_chain();
     test_layout_search();
