@@ -778,7 +778,10 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     for (int q = 0; q < gb->n && w < 0; q++) {
         int l = gb->id[q];
         int u0 = stride_of(&ax[0], l) == 1, u1 = stride_of(&ax[1], l) == 1;
-        if (label_size[l] >= VEC_MIN_W && u0 != u1) {
+        /* (not a label at stride 0, a widened operand's: see
+         * eb_contract_plan_peel) */
+        if (label_size[l] >= VEC_MIN_W && u0 != u1 &&
+            stride_of(&ax[0], l) != 0 && stride_of(&ax[1], l) != 0) {
             w = l;
             y = u0; /* the operand without unit stride */
         }
@@ -813,23 +816,25 @@ static int plan_vec_prep(const axes *ax, const group *gb, const group *gm,
     const group *one[1] = {&g};
     axes lay[2] = {ax[0], ax[1]};
     compact_axes(one, 1, label_size, &lay[y]);
-    plan_reset(p);
-    int64_t nbatch = p->nbatch, M = p->M, N = p->N, K = p->K;
+    /* On a copy: p stays as it was if the form is not taken after all. */
+    eb_plan q = *p;
+    plan_reset(&q);
     if (gather) {
         if (!plan_vec(ax, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
-                      label_size, VEC_GATHER_SW, p))
-            return 0; /* not reached: w qualifies */
-        p->flops = (double)nbatch * (double)M * (double)N * (double)K * 2;
-        return 1;
+                      label_size, VEC_GATHER_SW, &q))
+            return 0;
+    } else {
+        if (!plan_vec(lay, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
+                      label_size, 1, &q))
+            return 0;
+        group none = {0};
+        make_xform(q.dt, &ax[y], &lay[y], &none, &q.xf[y]);
+        q.prep[y] = 1;
+        q.prep_elems[y] = lay[y].elems;
     }
-    if (!plan_vec(lay, gb, gm, gk, gn, nsum, keep, nkeep, fixed_order,
-                  label_size, 1, p))
-        return 0; /* not reached: lay has w with unit stride in both */
-    group none = {0};
-    make_xform(p->dt, &ax[y], &lay[y], &none, &p->xf[y]);
-    p->prep[y] = 1;
-    p->prep_elems[y] = lay[y].elems;
-    p->flops = (double)nbatch * (double)M * (double)N * (double)K * 2;
+    q.flops = (double)p->nbatch * (double)p->M * (double)p->N *
+              (double)p->K * 2;
+    *p = q;
     return 1;
 }
 
