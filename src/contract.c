@@ -1643,7 +1643,8 @@ enum {
     PEEL_MIN_MNK = 512,
     PEEL_BIG_MNK = 1 << 16,
     PEEL_BIG_SAVES = 8,
-    PEEL_DEEP_MIN_MOVED = 1 << 17
+    PEEL_DEEP_MIN_MOVED = 1 << 17,
+    PEEL_DEEP_FLOPS = 600
 };
 
 static int gemm_kind(eb_kind k)
@@ -1754,8 +1755,15 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
      * gm_queen's frphivgdynexoqsb,lxuvw->frphigdyneoqsbluw permuted 43 M
      * elements of A for a C three times as large): x's free labels,
      * outermost first, become batch labels of the other operand until x
-     * is read in place. Taken for products of a short K that move at
-     * most half as much, where the step moves at least
+     * is read in place. Taken for products that move at most half as
+     * much, with a short K or where the step moves at least one element
+     * per PEEL_DEEP_FLOPS flops (a moved element, some 0.4 ns, costs more
+     * than 3% of that many flops: the margin for products slower than
+     * the one GEMM; eager mera closed's 40 x 198288 x 171 with 33.9 M
+     * elements of A permuted, as 7344 x (40 x 27 x 171): plan --time 97
+     * -> 71 ms; its 1026 x 33048 x 40, 1.4 M moved for 2.7 G flops, as
+     * 3672 x (1026 x 9 x 40): 59 -> 70 ms), and where the step moves at
+     * least
      * PEEL_DEEP_MIN_MOVED elements (below, a blocked preparation in cache
      * was faster: wkxl,lkj->wxj with w = 1001, k = 5, x = 4, l = 3, j =
      * 200 took 0.29 ms blocked, 0.32 ms as 1001 products; with w = 10001,
@@ -1774,7 +1782,9 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                 break;
             found = !q.prep[s] && !q.bp;
         }
-        if (found && gemm_kind(q.kind) && q.K <= LOW_K &&
+        if (found && gemm_kind(q.kind) &&
+            (q.K <= LOW_K ||
+             (double)eb_plan_moved(p) * PEEL_DEEP_FLOPS >= p->flops) &&
             q.M * q.N * q.K >= PEEL_MIN_MNK &&
             2 * eb_plan_moved(&q) <= eb_plan_moved(p))
             *p = q;

@@ -530,14 +530,20 @@ static void test_peel_deep(void)
         const char *sizes;
         int deep;
     } c[] = {{"a=32,v=3,b=16,x=3,c=32,l=3,u=3,w=3", 1},
-             {"a=8,v=3,b=8,x=3,c=16,l=3,u=3,w=3", 0}};
+             {"a=8,v=3,b=8,x=3,c=16,l=3,u=3,w=3", 0},
+             /* K = 48: taken while the elements moved are at least
+              * 1/PEEL_DEEP_FLOPS of the flops (2 N of them per element of
+              * A): N = 27 yes, N = 512 no. */
+             {"a=32,v=6,b=4,x=8,c=32,l=3,u=3,w=3", 1},
+             {"a=32,v=6,b=4,x=8,c=32,l=8,u=8,w=8", 0}};
     for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
         eb_step_desc d;
         if (!eager_first_step("avbxc,lxuvw->abcluw", c[q].sizes, &d))
             continue;
         int deep = d.plan.nbatch > 1 && !d.plan.prep[0] && d.plan.M == 32 &&
-                   d.plan.prep_elems[1] == 243;
-        EB_CHECK(deep == c[q].deep && d.plan.kind == EB_KIND_SMALL_GEMM,
+                   d.plan.prep_elems[1] == d.plan.N * d.plan.K;
+        EB_CHECK(deep == c[q].deep &&
+                     (!deep || d.plan.kind == EB_KIND_SMALL_GEMM),
                  "avbxc,lxuvw->abcluw (%s): %s, %lld x (%lld x %lld x %lld), "
                  "prep %d %d, want the deep peel %d", c[q].sizes,
                  eb_kind_name(d.plan.kind), (long long)d.plan.nbatch,
