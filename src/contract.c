@@ -214,10 +214,15 @@ typedef struct {
     group b, m, k, n;
 } orders;
 
+/* Elements of an operand prepared so that the other may take a two-level
+ * K of its own (evaluate). */
+enum { KPREP_MAX = 4096 };
+
 /* Everything a candidate ordering decides. */
 typedef struct {
     int prep[2], post;
     int ksplit;         /* k's outer labels for a two-level K, or 0 */
+    int kprep;          /* operands (bit s) prepared for the two-level K */
     axes lay[2], c;     /* operand layouts after prep; output layout */
     axes tmp;           /* kernel output layout when post */
     int64_t cost;       /* elements moved */
@@ -279,7 +284,7 @@ static void layout_operand(const eb_plan *p, const axes *in, int nsum,
     int64_t s1, s2;
     /* The permutation engine takes any strides; with a two-level K
      * (ksplit), k need not fuse as a whole. */
-    int ok = nsum == 0 &&
+    int ok = nsum == 0 && !(L->kprep >> s & 1) &&
              (eb_kind_engine(p->kind) ||
               (((L->ksplit && g1 == &o->k) || fuse(in, g1, label_size, &s1)) &&
                ((L->ksplit && g2 == &o->k) || fuse(in, g2, label_size, &s2))));
@@ -383,6 +388,35 @@ static int k_split(const axes *ax, const group *k, const int64_t *label_size)
     return 0;
 }
 
+/* Elements x holds in memory: its labels at stride 0 (a widened
+ * operand's) not counted. */
+static int64_t stored_elems(const axes *x)
+{
+    int64_t n = 1;
+    for (int q = 0; q < x->n; q++)
+        if (x->stride[q] != 0)
+            n *= x->size[q];
+    return n;
+}
+
+/* A two-level K that only operand s must fuse (the other is prepared,
+ * compact in k's order): its split where k does not fuse whole in s, or
+ * 0. */
+static int k_split_one(const axes *ax, int s, const group *k,
+                       const int64_t *label_size)
+{
+    int64_t st;
+    if (fuse(&ax[s], k, label_size, &st))
+        return 0;
+    for (int q = 1; q < k->n; q++) {
+        group outer = sub_group(k, 0, q), inner = sub_group(k, q, k->n);
+        if (fuse(&ax[s], &outer, label_size, &st) &&
+            fuse(&ax[s], &inner, label_size, &st))
+            return q;
+    }
+    return 0;
+}
+
 static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
                      const orders *o, const int *keep, int nkeep, int fixed,
                      int tpost, const int64_t *label_size, layout *L)
@@ -391,6 +425,17 @@ static void evaluate(const eb_plan *p, const axes *ax, const int *nsum,
     L->ksplit = p->kind == EB_KIND_SMALL_GEMM && !nsum[0] && !nsum[1]
                     ? k_split(ax, &o->k, label_size)
                     : 0;
+    /* A small operand (at most KPREP_MAX elements) whose k does not split
+     * like the other's is prepared, so that the large one is read in
+     * place through its own two-level K (lm eager's hf0lC,klhcf->0Ckc
+     * peeled over 0: A's (h f) and l, B's 1024 elements in any order). */
+    L->kprep = 0;
+    for (int s = 0; s < 2 && p->kind == EB_KIND_SMALL_GEMM && !nsum[0] &&
+                    !nsum[1] && !L->ksplit;
+         s++)
+        if (stored_elems(&ax[1 - s]) <= KPREP_MAX &&
+            (L->ksplit = k_split_one(ax, s, &o->k, label_size)) != 0)
+            L->kprep = 1 << (1 - s);
     layout_operand(p, &ax[0], nsum[0], o, 0, label_size, L);
     if (p->kind != EB_KIND_COPY)
         layout_operand(p, &ax[1], nsum[1], o, 1, label_size, L);
@@ -1782,7 +1827,7 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
                 break;
             found = !q.prep[s] && !q.bp;
         }
-        if (found && gemm_kind(q.kind) &&
+        if (found && gemm_kind(q.kind) && q.M > 1 && q.N > 1 &&
             (q.K <= LOW_K ||
              (double)eb_plan_moved(p) * PEEL_DEEP_FLOPS >= p->flops) &&
             q.M * q.N * q.K >= PEEL_MIN_MNK &&
