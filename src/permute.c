@@ -72,6 +72,8 @@ enum { GENERIC_PF_MIN_BYTES = 4 << 20 };
 #define RUN_BYTES 1024
 #endif
 enum { RUN_MAX = 4 * RUN_BYTES / 4 };
+/* Out's run holds at most twice TILE_SIDE_BYTES (grow_orun). */
+enum { ORUN_MAX = 2 * TILE_SIDE_BYTES / 4 };
 
 /* RUNS tiles repeat over out's next whole dims up to REP_BYTES (16 KiB
  * of out, in L1 with the source's rows), REP_MAX times at most. */
@@ -311,23 +313,101 @@ static int add_rep(eb_perm *p, int d, int64_t *tile)
     return 1;
 }
 
-/* RUNS: x0's dims contiguous from its unit stride up, until they hold
- * TILE_SIDE_BYTES (the last one in part), form the run; out's innermost
- * dim the other side of the tile. 0 if the run is shorter than a vector
- * or out's innermost dim is. */
-static int choose_runs(eb_perm *p)
+/* How the second source y of a RUNS tile is loaded, by its strides over
+ * the tile: along out's run as out is (DIRECT), constant along it
+ * (BCAST), or along t's run as t is (TRANS: transposed like t); -1: none
+ * of these. Out's run is cut to its longest prefix (at least a vector)
+ * over which y is DIRECT or BCAST if the whole is neither (an outer
+ * product whose one operand is constant along out's innermost dims and
+ * not beyond). A vector gather of y's elements ran slower than the
+ * GENERIC table (gm_queen's eager outer product of 43 M elements, 16 dims
+ * of 3: 56 -> 67 ms). */
+enum {
+    RUNS_DIRECT = EB_RUNS_DIRECT,
+    RUNS_BCAST = EB_RUNS_BCAST,
+    RUNS_TRANS = EB_RUNS_TRANS
+};
+
+static int runs_how(eb_perm *p, int y, int64_t v)
 {
-    int r = p->rank, dout = r - 1;
-    int64_t v = elems_of(p, 32), want = elems_of(p, RUN_BYTES);
-    if (p->nsrc != 1 || r < 2 || p->stride[0][dout] != 1 ||
-        p->shape[dout] < v || p->stride[1][dout] == 1)
+    int trans = 1;
+    for (int k = 0; k < p->nrun; k++) {
+        int d = p->run[k];
+        trans = trans && p->stride[y][d] == p->stride[p->tsrc][d];
+    }
+    for (int how = RUNS_DIRECT; how <= RUNS_BCAST; how++) {
+        int64_t n = 1;
+        int k = 0;
+        for (; k < p->norun; k++) {
+            int d = p->orun[k];
+            if (p->stride[y][d] != (how == RUNS_DIRECT ? p->stride[0][d] : 0))
+                break;
+            n *= p->block[d];
+        }
+        if (k == p->norun || (!trans && k > 0 && n >= v)) {
+            for (int j = k; j < p->norun; j++)
+                p->block[p->orun[j]] = 1;
+            p->norun = k;
+            return how;
+        }
+    }
+    return trans ? RUNS_TRANS : -1;
+}
+
+/* RUNS: out's run grows over its innermost dims while they run on in out
+ * and are neither in t's run (blocked) nor t's unit dim, whole while the
+ * run stays within twice `target` elements; a dim that would pass that
+ * is cut into even blocks (3 of 9, not 4, 4 and 1) that bring the run to
+ * `target`, unless it already holds half of it (and need not reach
+ * `target`: at_least 0). Returns the run's elements. */
+static int64_t grow_orun(eb_perm *p, int t, int64_t target, int at_least)
+{
+    int64_t prod = 1;
+    p->norun = 0;
+    for (int d = p->rank - 1; d >= 0 && prod < target; d--) {
+        if (p->stride[0][d] != prod || p->block[d] > 1 ||
+            p->stride[t][d] == 1)
+            break;
+        int64_t b = p->shape[d];
+        if (prod * b > 2 * target) {
+            if (!at_least && 2 * prod >= target)
+                break;
+            int64_t need = (target + prod - 1) / prod,
+                    nb = (b + need - 1) / need;
+            b = at_least ? need : (b + nb - 1) / nb;
+        }
+        p->orun[p->norun++] = d;
+        p->block[d] = b;
+        prod *= b;
+        if (b < p->shape[d])
+            break;
+    }
+    return prod;
+}
+
+/* RUNS with t as the source read in runs: out's run first as long as a
+ * vector (so that t's run leaves it that much), then t's dims contiguous
+ * from its unit stride up (not in out's run) until they hold RUN_BYTES
+ * (the last one in part), then out's run grown to TILE_SIDE_BYTES. 0 if
+ * either run is shorter than a vector, t's too long for its table, or
+ * the other source loads in none of runs_how's ways. */
+static int try_runs(eb_perm *p, int t)
+{
+    int r = p->rank;
+    int64_t v = elems_of(p, 32), want = elems_of(p, RUN_BYTES),
+            side = elems_of(p, TILE_SIDE_BYTES);
+    for (int d = 0; d < r; d++)
+        p->block[d] = 1;
+    p->nrun = p->norun = p->nrep = 0;
+    p->tsrc = t;
+    if (grow_orun(p, t, v, 1) < v)
         return 0;
     int64_t run = 1;
     int n = 0;
     while (run < want) {
         int d = -1;
         for (int e = 0; e < r; e++)
-            if (e != dout && p->block[e] == 1 && p->stride[1][e] == run)
+            if (p->block[e] == 1 && p->stride[t][e] == run)
                 d = e;
         if (d < 0)
             break;
@@ -339,20 +419,42 @@ static int choose_runs(eb_perm *p)
         if (b < p->shape[d])
             break;
     }
-    if (run < v || run > RUN_MAX) {
-        for (int k = 0; k < n; k++)
-            p->block[p->run[k]] = 1;
+    p->nrun = n;
+    if (run < v || run > RUN_MAX)
+        return 0;
+    for (int k = 0; k < p->norun; k++)
+        p->block[p->orun[k]] = 1;
+    if (grow_orun(p, t, side, 0) < v)
+        return 0;
+    p->how = p->nsrc == 2 ? runs_how(p, 3 - t, v) : RUNS_DIRECT;
+    return p->how >= 0;
+}
+
+/* RUNS: the first source that works as t. Short dims next to out's run
+ * (2s, 4s, 8s) would make tiles of a few hundred bytes, each a pass of
+ * the loop nest: the tile repeats over them whole, from a table of
+ * offsets, up to REP_BYTES. */
+static int choose_runs(eb_perm *p)
+{
+    int t = 1;
+    while (t <= p->nsrc && !try_runs(p, t))
+        t++;
+    if (t > p->nsrc) {
+        for (int d = 0; d < p->rank; d++)
+            p->block[d] = 1;
+        p->nrun = p->norun = 0;
+        p->tsrc = 0;
         return 0;
     }
-    p->nrun = n;
-    int64_t side = elems_of(p, TILE_SIDE_BYTES);
-    p->block[dout] = p->shape[dout] <= 2 * side ? p->shape[dout] : side;
     p->mode = EB_PERM_RUNS;
-    /* Short dims next to out's innermost (2s, 4s, 8s) would make tiles of
-     * a few hundred bytes, each a pass of the loop nest: the tile repeats
-     * over them whole, from a table of offsets, up to REP_BYTES. */
+    /* A copy's tiles follow t, as GENERIC's follow x0 (gm_queen's eager
+     * operand of 129 M elements, 17 dims of 3, scratch program, best of
+     * 5: 124 ms in out's order, 83 in x0's); a multiply's follow out's
+     * (x0's or out's 62 ms, t's 68 on its multiply by a transpose of 43 M
+     * elements; 15.6 against 19.3 on an outer product of 14 M). */
+    p->loop_src = p->nsrc == 1;
     int64_t tile = tile_elems(p);
-    for (int d = r - 2; d >= 0; d--)
+    for (int d = p->rank - 1; d >= 0; d--)
         if (p->block[d] == 1 && !add_rep(p, d, &tile))
             break;
     return 1;
@@ -821,8 +923,58 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
 
 #undef EB_STORE
 
-/* Load the v x v block of kind k whose rows start at x + q * step (v = 32
- * / size) transposed: afterwards r[q] holds element q of every row. */
+/* Load the v x v block of kind k whose rows start at row[q] (v = 32 /
+ * size) transposed: afterwards r[q] holds element q of every row. */
+__attribute__((target("avx2"), always_inline)) static inline void
+vload_rows(const int k, const char *const *row, __m256d *r)
+{
+    if (KIND_ES(k) == 16) {
+        __m256d a = vload(row[0]), b = vload(row[1]);
+        r[0] = _mm256_permute2f128_pd(a, b, 0x20);
+        r[1] = _mm256_permute2f128_pd(a, b, 0x31);
+    } else if (KIND_ES(k) == 8) {
+        /* Row q's half h in the low lane, row q + 2's in the high one (the
+         * loads cross the lanes), then one unpack per output row. */
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m256d a[2];
+            _Pragma("GCC unroll 2")
+            for (int q = 0; q < 2; q++)
+                a[q] = _mm256_insertf128_pd(
+                    _mm256_castpd128_pd256(
+                        _mm_loadu_pd((const double *)row[q] + 2 * h)),
+                    _mm_loadu_pd((const double *)row[q + 2] + 2 * h), 1);
+            r[2 * h] = _mm256_unpacklo_pd(a[0], a[1]);
+            r[2 * h + 1] = _mm256_unpackhi_pd(a[0], a[1]);
+        }
+    } else {
+        /* 8 x 8 floats: each register takes 4 floats of row q in its low
+         * lane and of row q + 4 in its high one (the loads do the lane
+         * crossing), then two in-lane 4 x 4 transposes. */
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m256 a[4];
+            _Pragma("GCC unroll 4")
+            for (int q = 0; q < 4; q++)
+                a[q] = _mm256_insertf128_ps(
+                    _mm256_castps128_ps256(
+                        _mm_loadu_ps((const float *)row[q] + 4 * h)),
+                    _mm_loadu_ps((const float *)row[q + 4] + 4 * h), 1);
+            __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]);
+            __m256 t1 = _mm256_unpackhi_ps(a[0], a[1]);
+            __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]);
+            __m256 t3 = _mm256_unpackhi_ps(a[2], a[3]);
+            r[4 * h] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0x44));
+            r[4 * h + 1] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0xee));
+            r[4 * h + 2] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0x44));
+            r[4 * h + 3] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0xee));
+        }
+    }
+}
+
+/* vload_rows of rows x + q * step (the same loads, addressed from one
+ * pointer: TILE4's blocks through vload_rows' pointer table cost lm's
+ * eager 4 x 4 tiles 35% more instructions). */
 __attribute__((target("avx2"), always_inline)) static inline void
 vload_t(const int k, const char *x, int64_t step, __m256d *r)
 {
@@ -831,8 +983,6 @@ vload_t(const int k, const char *x, int64_t step, __m256d *r)
         r[0] = _mm256_permute2f128_pd(a, b, 0x20);
         r[1] = _mm256_permute2f128_pd(a, b, 0x31);
     } else if (KIND_ES(k) == 8) {
-        /* Row q's half h in the low lane, row q + 2's in the high one (the
-         * loads cross the lanes), then one unpack per output row. */
         for (int h = 0; h < 2; h++) {
             __m256d a[2];
             for (int q = 0; q < 2; q++)
@@ -845,9 +995,6 @@ vload_t(const int k, const char *x, int64_t step, __m256d *r)
             r[2 * h + 1] = _mm256_unpackhi_pd(a[0], a[1]);
         }
     } else {
-        /* 8 x 8 floats: each register takes 4 floats of row q in its low
-         * lane and of row q + 4 in its high one (the loads do the lane
-         * crossing), then two in-lane 4 x 4 transposes. */
         for (int h = 0; h < 2; h++) {
             __m256 a[4];
             for (int q = 0; q < 4; q++)
@@ -925,56 +1072,111 @@ tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
                  xo + i * xi + o * xs);
 }
 
-/* A RUNS tile of nq x no elements of kind k (a copy): x's run (nq
- * contiguous elements, whose places in out are oq[]) times out's
- * innermost dim (no elements, stride sx in x). Each v x v block is loaded
- * along the run, transposed in registers and stored along out's dim; the
- * run's last nq % v elements and out's last no % v are scalar. */
+/* A RUNS tile of nq x no elements of kind k: t's run (nq elements
+ * contiguous in t; their places in out oq[], in y yq[]) times out's run
+ * (no elements contiguous in out; their places in t tx[], in y yx[]),
+ * times y by `how` when two sources. Each v x v block is loaded along
+ * t's run, transposed in registers and stored along out's run; a run's
+ * last block overlaps the one before it (its elements are written twice,
+ * with the same values), so that only runs shorter than a vector are
+ * scalar. */
 __attribute__((target("avx2"), always_inline)) static inline void
-runs_body(int64_t nq, const int64_t *oq, int64_t no, const char *x,
-          int64_t sx, char *out, const int k)
+runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
+          const int64_t *tx, const int64_t *yx, const char *t, const char *y,
+          char *out, const int64_t *pf, const int how, const int k)
 {
     const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
-    int64_t nqv = nq / v * v, nov = no / v * v;
-    sx *= es;
-    for (int64_t o = 0; o < nov; o += v) {
-        const char *xo = x + o * sx;
-        for (int64_t q = 0; q < nqv; q += v) {
-            __m256d r[8];
-            vload_t(k, xo + q * es, sx, r);
-            for (int c = 0; c < v; c++)
-                _mm256_storeu_pd((double *)(out + (oq[q + c] + o) * es),
-                                 r[c]);
-        }
-        for (int64_t q = nqv; q < nq; q++)
-            for (int64_t c = 0; c < v; c++)
-                elem(k, out + (oq[q] + o + c) * es, xo + c * sx + q * es,
-                     NULL);
+    const int nsrc = KIND_NSRC(k);
+    if (nq < v || no < v) {
+        for (int64_t o = 0; o < no; o++)
+            for (int64_t q = 0; q < nq; q++)
+                elem(k, out + (oq[q] + o) * es, t + (tx[o] + q) * es,
+                     y + (yq[q] + yx[o]) * es);
+        return;
     }
-    for (int64_t o = nov; o < no; o++)
-        for (int64_t q = 0; q < nq; q++)
-            elem(k, out + (oq[q] + o) * es, x + o * sx + q * es, NULL);
+    /* Blocks in bands of v elements of t's run (v rows of out, each
+     * written along out's run in order). */
+    for (int64_t q0 = 0; q0 < nq; q0 += v) {
+        int64_t q = q0 + v <= nq ? q0 : nq - v;
+        char *orow[8];
+        const char *yq_[8];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < v; c++) {
+            orow[c] = out + oq[q + c] * es;
+            yq_[c] = y + yq[q + c] * es;
+        }
+        for (int64_t o0 = 0; o0 < no; o0 += v) {
+            int64_t o = o0 + v <= no ? o0 : no - v;
+            const char *rq[8];
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < v; c++)
+                rq[c] = t + (tx[o + c] + q) * es;
+            if (pf) {
+                _Pragma("GCC unroll 8")
+                for (int c = 0; c < v; c++) {
+                    __builtin_prefetch(rq[c] + pf[1]);
+                    __builtin_prefetch(orow[c] + o * es + pf[0], 1);
+                    if (nsrc == 2 && how != RUNS_BCAST)
+                        __builtin_prefetch(yq_[c] + yx[o + c] * es + pf[2]);
+                }
+            }
+            __m256d r[8];
+            vload_rows(k, rq, r);
+            if (nsrc == 2) {
+                __m256d m[8];
+                if (how == RUNS_DIRECT) {
+                    _Pragma("GCC unroll 8")
+                    for (int c = 0; c < v; c++)
+                        m[c] = vload(yq_[c] + o * es);
+                } else if (how == RUNS_BCAST) {
+                    _Pragma("GCC unroll 8")
+                    for (int c = 0; c < v; c++)
+                        m[c] = vbcast(k, yq_[c]);
+                } else {
+                    _Pragma("GCC unroll 8")
+                    for (int c = 0; c < v; c++)
+                        rq[c] = y + (yx[o + c] + q) * es;
+                    vload_rows(k, rq, m);
+                }
+                /* Every kind's multiply commutes exactly (row_body). */
+                _Pragma("GCC unroll 8")
+                for (int c = 0; c < v; c++)
+                    r[c] = vmul(k, r[c], m[c]);
+            }
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < v; c++)
+                _mm256_storeu_pd((double *)(orow[c] + o * es), r[c]);
+        }
+    }
 }
 
-/* A RUNS tile repeated nrep times (at offsets ro[e] in out, rx[e] in x).
- * A tile of one v x v block (lm's 4 x 4 blocks of (l, C) in runs of 16)
- * keeps its places in out in registers and loops over the repeats alone:
- * through runs_body per repeat, its loops' bookkeeping cost several
- * times the block's 12 loads and shuffles and 4 stores. */
+/* A RUNS tile repeated nrep times (at offsets ro[e] in out, rt[e] in t,
+ * ry[e] in y). A copy's tile of one v x v block (lm's 4 x 4 blocks of
+ * (l, C) in runs of 16) keeps its places in registers and loops over the
+ * repeats alone: through runs_body per repeat, its loops' bookkeeping
+ * cost several times the block's 12 loads and shuffles and 4 stores. */
 __attribute__((target("avx2"), always_inline)) static inline void
-runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rx, int64_t nq,
-              const int64_t *oq, int64_t no, const char *x, int64_t sx,
-              char *out, const int k)
+runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rt,
+              const int64_t *ry, int64_t nq, const int64_t *oq,
+              const int64_t *yq, int64_t no, const int64_t *tx,
+              const int64_t *yx, const char *t, const char *y, char *out,
+              const int64_t *pf, int how, const int k)
 {
     const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
-    if (nq == v && no == v) {
-        int64_t oc[8];
+    if (KIND_NSRC(k) == 1 && nq == v && no == v) {
+        int64_t oc[8], tc[8];
         _Pragma("GCC unroll 8")
-        for (int c = 0; c < v; c++)
+        for (int c = 0; c < v; c++) {
             oc[c] = oq[c] * es;
+            tc[c] = tx[c] * es;
+        }
         for (int64_t e = 0; e < nrep; e++) {
+            const char *b = t + rt[e] * es, *row[8];
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < v; c++)
+                row[c] = b + tc[c];
             __m256d r[8];
-            vload_t(k, x + rx[e] * es, sx * es, r);
+            vload_rows(k, row, r);
             char *w = out + ro[e] * es;
             _Pragma("GCC unroll 8")
             for (int c = 0; c < v; c++)
@@ -982,8 +1184,18 @@ runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rx, int64_t nq,
         }
         return;
     }
-    for (int64_t e = 0; e < nrep; e++)
-        runs_body(nq, oq, no, x + rx[e] * es, sx, out + ro[e] * es, k);
+    /* how as a constant in each call: the block loop then has one load
+     * path of y. */
+    for (int64_t e = 0; e < nrep; e++) {
+        const char *te = t + rt[e] * es, *ye = y + ry[e] * es;
+        char *w = out + ro[e] * es;
+        if (KIND_NSRC(k) == 1 || how == RUNS_DIRECT)
+            runs_body(nq, oq, yq, no, tx, yx, te, ye, w, pf, RUNS_DIRECT, k);
+        else if (how == RUNS_BCAST)
+            runs_body(nq, oq, yq, no, tx, yx, te, ye, w, pf, RUNS_BCAST, k);
+        else
+            runs_body(nq, oq, yq, no, tx, yx, te, ye, w, pf, RUNS_TRANS, k);
+    }
 }
 
 /* The vector kernels of each kind, called through tables by kind. */
@@ -992,9 +1204,11 @@ typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
 typedef void tile_fn(int64_t ni, int64_t no, const char *xt, int64_t st,
                      const char *xo, int64_t xi, int64_t xs, char *out,
                      int64_t oi);
-typedef void runs_fn(int64_t nrep, const int64_t *ro, const int64_t *rx,
-                     int64_t nq, const int64_t *oq, int64_t no,
-                     const char *x, int64_t sx, char *out);
+typedef void runs_fn(int64_t nrep, const int64_t *ro, const int64_t *rt,
+                     const int64_t *ry, int64_t nq, const int64_t *oq,
+                     const int64_t *yq, int64_t no, const int64_t *tx,
+                     const int64_t *yx, const char *t, const char *y,
+                     char *out, const int64_t *pf, int how);
 
 #define EB_VEC_KERNELS(K)                                                   \
     __attribute__((target("avx2"))) static void eb_kern_perm_row_avx2_##K(  \
@@ -1027,15 +1241,22 @@ EB_VEC_KERNELS(K_MC128)
 
 #define EB_RUNS_KERNEL(K)                                                   \
     __attribute__((target("avx2"))) static void eb_kern_perm_runs_avx2_##K( \
-        int64_t nrep, const int64_t *ro, const int64_t *rx, int64_t nq,     \
-        const int64_t *oq, int64_t no, const char *x, int64_t sx,           \
-        char *out)                                                          \
+        int64_t nrep, const int64_t *ro, const int64_t *rt,                 \
+        const int64_t *ry, int64_t nq, const int64_t *oq,                   \
+        const int64_t *yq, int64_t no, const int64_t *tx,                   \
+        const int64_t *yx, const char *t, const char *y, char *out,         \
+        const int64_t *pf, int how)                                         \
     {                                                                       \
-        runs_rep_body(nrep, ro, rx, nq, oq, no, x, sx, out, K);             \
+        runs_rep_body(nrep, ro, rt, ry, nq, oq, yq, no, tx, yx, t, y, out,  \
+                      pf, how, K);                                          \
     }
 EB_RUNS_KERNEL(K_CP4)
 EB_RUNS_KERNEL(K_CP8)
 EB_RUNS_KERNEL(K_CP16)
+EB_RUNS_KERNEL(K_MF32)
+EB_RUNS_KERNEL(K_MF64)
+EB_RUNS_KERNEL(K_MC64)
+EB_RUNS_KERNEL(K_MC128)
 #undef EB_RUNS_KERNEL
 
 /* Four float64 elements of src at the table offsets i[0..3], or at i[0]
@@ -1158,10 +1379,7 @@ static tile_fn *const tile_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_tile4_avx2_);
 static vtable_fn *const vtable_fns[K_COUNT] = {
     NULL, eb_kern_perm_vtable_avx2_K_CP8, NULL, NULL,
     eb_kern_perm_vtable_avx2_K_MF64};
-/* Copies only (RUNS plans have one source). */
-static runs_fn *const runs_fns[K_COUNT] = {
-    eb_kern_perm_runs_avx2_K_CP4, eb_kern_perm_runs_avx2_K_CP8,
-    eb_kern_perm_runs_avx2_K_CP16};
+static runs_fn *const runs_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_runs_avx2_);
 
 /* The offsets in out, x0 and x1 (ro[s]) of a tile's repeats; returns
  * their count. */
@@ -1181,20 +1399,25 @@ static int64_t rep_offsets(const eb_perm *p, int64_t (*ro)[REP_MAX])
     return n;
 }
 
-/* Out's offsets of the elements of a RUNS tile's run (extents ext[]),
- * in x0's order; returns their count. */
-static int64_t run_offsets(const eb_perm *p, const int64_t *ext, int64_t *oq)
+/* Offsets in arrays s and u of the elements of a RUNS run over dims
+ * dims[0..n-1] (the first fastest) with extents ext[]; returns their
+ * count. */
+static int64_t run_offsets(const eb_perm *p, const int *dims, int n,
+                           const int64_t *ext, int s, int u, int64_t *os,
+                           int64_t *ou)
 {
-    int64_t n = 1;
-    oq[0] = 0;
-    for (int k = 0; k < p->nrun; k++) {
-        int d = p->run[k];
+    int64_t cnt = 1;
+    os[0] = ou[0] = 0;
+    for (int k = 0; k < n; k++) {
+        int d = dims[k];
         for (int64_t i = 1; i < ext[d]; i++)
-            for (int64_t e = 0; e < n; e++)
-                oq[i * n + e] = oq[e] + i * p->stride[0][d];
-        n *= ext[d];
+            for (int64_t e = 0; e < cnt; e++) {
+                os[i * cnt + e] = os[e] + i * p->stride[s][d];
+                ou[i * cnt + e] = ou[e] + i * p->stride[u][d];
+            }
+        cnt *= ext[d];
     }
-    return n;
+    return cnt;
 }
 
 /* ---- execution ---------------------------------------------------------- */
@@ -1345,9 +1568,9 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     }
     /* Loop dims outermost first by the stride of the array the tiles
      * follow (out's order as they come). */
-    for (int i = 1; p->loop_src && i < nl; i++)
-        for (int j = i; j > 0 && iabs64(p->stride[1][ld[j]]) >
-                                     iabs64(p->stride[1][ld[j - 1]]);
+    for (int i = 1, f = p->loop_src; f && i < nl; i++)
+        for (int j = i; j > 0 && iabs64(p->stride[f][ld[j]]) >
+                                     iabs64(p->stride[f][ld[j - 1]]);
              j--) {
             int t = ld[j];
             ld[j] = ld[j - 1];
@@ -1391,9 +1614,11 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
     int tile4 = avx2 && p->mode == EB_PERM_TILE4;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
-    int64_t oq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
+    int64_t oq[RUN_MAX], yq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
+    int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1;
     int64_t nrep = rep_offsets(p, ro);
-    int lr = runs ? p->run[p->nrun - 1] : 0;
+    int lr = runs ? p->run[p->nrun - 1] : 0,
+        lo_run = runs ? p->orun[p->norun - 1] : 0;
     /* GENERIC tiles of a large box prefetch the next tile (see
      * perm_table). */
     int pf = ntab && nl && p->elems * es >= GENERIC_PF_MIN_BYTES;
@@ -1401,6 +1626,16 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     for (int s = 0; pf && s < 3; s++)
         pfd[s] = p->block[ld[nl - 1]] * p->stride[s][ld[nl - 1]];
     int t = p->tsrc, o = 3 - t, di = p->di;
+    /* RUNS tiles of a large box prefetch the next tile's lines as they
+     * move this one's (in bytes; out, t, y). */
+    int rpf = runs && nl && p->elems * es >= GENERIC_PF_MIN_BYTES;
+    int64_t rpfd[3] = {0, 0, 0};
+    if (rpf) {
+        int d = ld[nl - 1];
+        rpfd[0] = p->block[d] * p->stride[0][d] * es;
+        rpfd[1] = p->block[d] * p->stride[t][d] * es;
+        rpfd[2] = p->block[d] * p->stride[3 - t][d] * es;
+    }
     for (;;) {
         const char *a = x0 + off[1] * es, *b = x1 + off[2] * es;
         char *w = out + off[0] * es;
@@ -1418,12 +1653,19 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                                       p->stride[1][last], b + ro[2][e] * es,
                                       p->stride[2][last], w + ro[0][e] * es);
         else if (runs) {
-            if (ext[lr] != qext) { /* only the last run dim has edges */
-                nq = run_offsets(p, ext, oq);
+            /* Only each run's last dim has edges. */
+            if (ext[lr] != qext) {
+                nq = run_offsets(p, p->run, p->nrun, ext, 0, 3 - t, oq, yq);
                 qext = ext[lr];
             }
-            runs_fns[k](nrep, ro[0], ro[1], nq, oq, ext[last], a,
-                        p->stride[1][last], w);
+            if (ext[lo_run] != oext) {
+                no = run_offsets(p, p->orun, p->norun, ext, t, 3 - t, tx,
+                                 yx);
+                oext = ext[lo_run];
+            }
+            runs_fns[k](nrep, ro[0], ro[t], ro[3 - t], nq, oq, yq, no, tx,
+                        yx, t == 1 ? a : b, t == 1 ? b : a, w,
+                        rpf ? rpfd : NULL, p->how);
         } else if (tile4)
             for (int64_t e = 0; e < nrep; e++) {
                 const char *ra = a + ro[1][e] * es, *rb = b + ro[2][e] * es;

@@ -22,12 +22,14 @@
  *          registers (4 x 4 doubles or complex64, 8 x 8 floats, 2 x 2
  *          complex128); a tile of two short whole dims repeats over the
  *          transposed source's next contiguous dims (read in one run);
- *   RUNS:  one source whose innermost dims, merged into a run of up to
- *          256 bytes contiguous in x0, are not out's innermost dim (of at
- *          least 32 bytes): tiles of (x0's run) x (out's innermost dim),
- *          moved by the same register transposes, each transposed row
- *          stored at its place in out from a table of the run's offsets
- *          (short dims such as 3 x 3 or 2 x 8 need not be one dim);
+ *   RUNS:  a source t whose innermost dims, a run contiguous in t, are
+ *          not out's innermost ones: tiles of (t's run) x (out's run, its
+ *          innermost dims, contiguous in out), moved by the same register
+ *          transposes, rows of t read and rows of out written at places
+ *          from tables of each run's offsets (short dims such as 3 x 3 or
+ *          2 x 8 need not be one dim on either side); a second source is
+ *          read along out's run, broadcast, transposed as t is, or
+ *          gathered (float64), by how its strides run over the tile;
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
  *          spanning each array's innermost dims until each has >= 256
  *          bytes, walked by scalar loops.
@@ -58,24 +60,38 @@ typedef enum {
     EB_PERM_RUNS
 } eb_perm_mode;
 
+/* How a RUNS plan's second source is loaded: along out's run as out is,
+ * constant along it, or along t's run as t is (transposed like t). */
+typedef enum {
+    EB_RUNS_DIRECT,
+    EB_RUNS_BCAST,
+    EB_RUNS_TRANS
+} eb_runs_how;
+
 typedef struct {
     eb_dtype dt;                    /* element type (0: float64) */
     int rank;                       /* after merging; dims outermost first */
     int nsrc;                       /* 1 or 2 */
     eb_perm_mode mode;
-    int tsrc;                       /* TILE4: the source read transposed */
+    int tsrc;                       /* TILE4, RUNS: the source read
+                                     * transposed */
     int di;                         /* TILE4: that source's unit dim */
     int split;                      /* dim the team splits (-1: none) */
-    int loop_src;                   /* GENERIC: 1 = tiles follow x0's
-                                     * order, 0 = out's */
+    int loop_src;                   /* GENERIC, RUNS: the array whose
+                                     * order the tiles follow (0: out,
+                                     * 1: x0, 2: x1) */
     int stream;                     /* ROW: non-temporal stores */
     int scalar;                     /* 1: scalar kernels only (tests) */
     int es;                         /* bytes of an element as moved: the
                                      * dtype's, or 2-4 times it when a
                                      * short innermost dim shared by out
                                      * and x0 moves as one element */
-    int nrun;                       /* RUNS: x0's run dims, fastest */
-    int run[EB_MAX_RANK];           /*   first */
+    int nrun;                       /* RUNS: t's run dims, fastest */
+    int run[EB_MAX_RANK];           /*   first (t: tsrc) */
+    int norun;                      /* RUNS: out's run dims, innermost */
+    int orun[EB_MAX_RANK];          /*   first */
+    int how;                        /* RUNS, two sources: eb_runs_how of
+                                     * the other source */
     int nrep;                       /* RUNS, ROW, TILE4: dims whole in */
     int rep[EB_MAX_RANK];           /*   the tile (its tiles repeated) */
     int64_t elems;                  /* elements (of es bytes) written */

@@ -318,12 +318,12 @@ static void test_modes_dt(eb_dtype dt)
     eb_perm_plan_dt(&p, dt, 1, &copy, &one, &one, NULL);
     EB_CHECK(p.stream == 1, "%s: a 32 MiB copy streams (stream %d)",
              eb_dtype_name(dt), p.stream);
-    /* A GENERIC copy (15 dims of 3 reversed: 57 MiB or more in every
-     * dtype; complex128's 3 elements make RUNS tiles) writes its runs
-     * along out, under 2 KiB, through the cache; a multiply of the same
-     * layouts does not stream either. A big GENERIC copy whose runs along
-     * out hold 2 KiB or more streams them (out rows of 50 elements, x0's
-     * unit dim of 5 and a dim of 10 far apart). */
+    /* A GENERIC copy (15 dims of 3, all but the innermost reversed: 57
+     * MiB or more in every dtype; the innermost 3, shared, leaves no RUNS
+     * tile) writes its runs along out, under 2 KiB, through the cache; a
+     * multiply of the same layouts does not stream either. A big GENERIC
+     * copy whose runs along out hold 2 KiB or more streams them (out rows
+     * of 50 elements, x0's unit dim of 5 and a dim of 10 far apart). */
     {
         int64_t sh[3] = {177147, 10, 5}, o3[3] = {50, 5, 1},
                 x3[3] = {5, 885735, 1};
@@ -348,10 +348,11 @@ static void test_modes_dt(eb_dtype dt)
         nat[d] = q;
         q *= 3;
     }
-    for (int d = 0; d < 15; d++)
-        rev[d] = nat[14 - d];
+    for (int d = 0; d < 14; d++)
+        rev[d] = nat[13 - d] * 3;
+    rev[14] = 1;
     eb_perm_plan_dt(&p, dt, 15, threes, nat, rev, NULL);
-    EB_CHECK((p.mode == EB_PERM_GENERIC || es == 16) && p.stream == 0,
+    EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 0,
              "%s: a large GENERIC copy in runs under 2 KiB does not "
              "stream (mode %d stream %d)", eb_dtype_name(dt), p.mode,
              p.stream);
@@ -462,6 +463,69 @@ static void test_runs(eb_team *team)
              eb_team_size(team), good, cases, right, perms);
 }
 
+/* RUNS tiles of multiplies (out in natural order): by a transpose (x0
+ * laid out as out, read along out's run), an outer product whose x0 is
+ * constant along out's two innermost dims and not beyond (out's run cut
+ * to them, x0 broadcast), both sources in the same scrambled order (x1
+ * transposed as x0 is), and the first large enough to prefetch the next
+ * tiles (4.3 MB in float64) and split over the team. Odd dims leave runs
+ * that are not whole vectors. Modes checked in float64; every dtype,
+ * vector and scalar kernels, bit for bit. */
+static void test_runs_two(eb_team *team)
+{
+    static const struct {
+        int r;
+        int64_t shape[12];
+        int ord1[12];  /* x1's dim order, outermost first */
+        int x0;        /* 0: as out; 1: out without its two innermost dims;
+                        * 2: as x1 */
+        int tsrc, how; /* expected in float64 */
+    } cs[] = {
+        {6, {3, 5, 9, 3, 7, 3}, {5, 2, 0, 4, 1, 3}, 0, 2, EB_RUNS_DIRECT},
+        {6, {3, 5, 9, 3, 2, 3}, {5, 2, 0, 4, 1, 3}, 1, 2, EB_RUNS_BCAST},
+        {6, {3, 5, 9, 3, 7, 3}, {5, 2, 0, 4, 1, 3}, 2, 1, EB_RUNS_TRANS},
+        {12, {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+         {11, 2, 9, 0, 4, 5, 10, 3, 8, 1, 6, 7}, 0, 2, EB_RUNS_DIRECT},
+    };
+    int n = (int)(sizeof cs / sizeof cs[0]), good = 0, cases = 0;
+    for (int c = 0; c < n; c++) {
+        int r = cs[c].r, nat[12];
+        for (int d = 0; d < r; d++)
+            nat[d] = d;
+        int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK], so[EB_MAX_RANK];
+        int64_t n1 = strides_in_order(r, cs[c].shape, cs[c].ord1, 1, s1);
+        int64_t n0 = strides_in_order(r, cs[c].shape, nat, 1, so);
+        if (cs[c].x0 == 1) {
+            n0 = strides_in_order(r - 2, cs[c].shape, nat, 1, s0);
+            s0[r - 2] = s0[r - 1] = 0;
+        } else if (cs[c].x0 == 2) {
+            n0 = n1;
+            memcpy(s0, s1, sizeof s1);
+        } else {
+            memcpy(s0, so, sizeof so);
+        }
+        eb_perm p;
+        eb_perm_plan_dt(&p, cur_dt, r, cs[c].shape, so, s0, s1);
+        if (cur_dt == EB_F64) {
+            cases++;
+            good += p.mode == EB_PERM_RUNS && p.tsrc == cs[c].tsrc &&
+                    p.how == cs[c].how;
+            if (p.mode != EB_PERM_RUNS || p.tsrc != cs[c].tsrc ||
+                p.how != cs[c].how)
+                fprintf(stderr, "  case %d: mode %d tsrc %d how %d\n", c,
+                        (int)p.mode, p.tsrc, p.how);
+        }
+        for (int scalar = 0; scalar <= 1; scalar++) {
+            cases++;
+            good += run_case(r, cs[c].shape, nat, s0, s1, n0, n1, team,
+                             scalar);
+        }
+    }
+    EB_CHECK(good == cases, "%s runs tiles of multiplies (%d threads): %d "
+             "of %d right", eb_dtype_name(cur_dt), eb_team_size(team), good,
+             cases);
+}
+
 /* ROW tiles repeated over a scattered source's next contiguous dims: out
  * and x1 in natural order, x0 with the rows innermost but its other dims
  * in another order; a copy, a multiply and a multiply by a broadcast. */
@@ -534,15 +598,16 @@ static void test_generic_table(void)
 
 /* GENERIC tiles of a copy follow the source (loop_src 1), of a multiply
  * out's order (0): both right, with one and two threads, scalar too, on
- * a scrambled box of 12 dims of 3 (4.3 MB in float64: the team splits
- * it, and its tiles prefetch the next ones). */
+ * a box of 12 dims of 3 scrambled but for the innermost (no RUNS tile;
+ * 4.3 MB in float64: the team splits it, and its tiles prefetch the next
+ * ones). */
 static void test_generic_follow(eb_team *team)
 {
     int64_t shape[12];
     for (int d = 0; d < 12; d++)
         shape[d] = 3;
     int nat[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11},
-        ord[12] = {7, 2, 9, 0, 11, 5, 10, 3, 8, 1, 6, 4};
+        ord[12] = {7, 2, 9, 0, 4, 5, 10, 3, 8, 1, 6, 11};
     int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
     int64_t n0 = strides_in_order(12, shape, ord, 1, s0);
     int64_t n1 = strides_in_order(12, shape, nat, 1, s1);
@@ -600,14 +665,14 @@ static void test_generic_short_runs(eb_team *team)
              good, cases);
 }
 
-/* GENERIC tiles cut by a dim's end (a dim of 9 in blocks of 4, as in
- * gm_queen's eager multiply by a transpose) run from a table of their
- * own: copies and multiplies, vector and scalar kernels, one and two
- * threads, bit for bit. */
+/* GENERIC tiles cut by a dim's end (a dim of 9 in blocks of 4) run from
+ * a table of their own: copies and multiplies (by a source reversed but
+ * for the innermost dim: no RUNS tile), vector and scalar kernels, one
+ * and two threads, bit for bit. */
 static void test_generic_edges(eb_team *team)
 {
     int64_t shape[7] = {3, 3, 3, 3, 9, 3, 3};
-    int nat[7] = {0, 1, 2, 3, 4, 5, 6}, ord[7] = {6, 5, 4, 3, 2, 1, 0};
+    int nat[7] = {0, 1, 2, 3, 4, 5, 6}, ord[7] = {5, 4, 3, 2, 1, 0, 6};
     int64_t s0[EB_MAX_RANK], s1[EB_MAX_RANK];
     int64_t n0 = strides_in_order(7, shape, nat, 1, s0);
     int64_t n1 = strides_in_order(7, shape, ord, 1, s1);
@@ -642,36 +707,48 @@ static int64_t out_run_bytes(const eb_perm *p)
 }
 
 /* A GENERIC copy far larger than the last-level cache writes runs of at
- * least 512 bytes along out. The box is gm_queen's eager operand in
- * small (4.8 M elements, 36 MiB a float64 array): x0's innermost 27
- * elements go to out's outer dims, out's innermost 3 x 729 come from x0
- * strides 27 and 729, so runs of 256 bytes would be tiles of 3 x 11.
- * The same layouts on a box that fits the cache (27 instead of 729) keep
- * runs of 256 bytes or less. The big copy bit for bit, one and two
- * threads. */
+ * least 512 bytes along out: out's innermost 3 x 729 (x0's innermost 3
+ * too, then its other dims scrambled: no RUNS tile), so runs of 256
+ * bytes would be tiles of 3 x 11. The same layouts on a box that fits
+ * the cache (27 instead of 729) keep runs of 256 bytes or less. Then
+ * gm_queen's eager operand in small (4.8 M elements, 36 MiB a float64
+ * array: x0's innermost 27 elements go to out's outer dims, out's
+ * innermost 3 x 729 come from x0 strides 27 and 729) as RUNS tiles that
+ * follow x0. Each bit for bit, one and two threads. */
 static void test_generic_big(eb_team *team)
 {
-    for (int big = 1; big >= 0; big--) {
+    for (int c = 0; c < 3; c++) {
+        int big = c != 1;
         int64_t w = big ? 729 : 27;
         int64_t shape[8] = {3, 3, 9, 3, 3, 3, w, 3};
         int64_t s0[8] = {1, 81, 3, 243, 243 * w, 729 * w, 243, 27};
-        int nat[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        int nat[8] = {0, 1, 2, 3, 4, 5, 6, 7},
+            ord[8] = {5, 4, 3, 1, 6, 2, 0, 7};
+        if (c < 2)
+            strides_in_order(8, shape, ord, 1, s0);
         int64_t so[8];
         int64_t n = strides_in_order(8, shape, nat, 1, so);
         eb_perm p;
         eb_perm_plan_dt(&p, EB_F64, 8, shape, so, s0, NULL);
-        if (big)
+        if (c == 0)
             EB_CHECK(p.mode == EB_PERM_GENERIC && p.stream == 0 &&
                          out_run_bytes(&p) >= 512,
                      "a big GENERIC copy writes runs of 512 bytes or more "
                      "along out, through the cache (runs under 2 KiB; mode "
                      "%d stream %d run %lld bytes)", p.mode, p.stream,
                      (long long)out_run_bytes(&p));
-        else
+        else if (c == 1)
             EB_CHECK(p.mode == EB_PERM_GENERIC && out_run_bytes(&p) < 512,
                      "a GENERIC copy that fits the cache writes runs of "
                      "256 bytes (mode %d run %lld bytes)", p.mode,
                      (long long)out_run_bytes(&p));
+        else
+            EB_CHECK(p.mode == EB_PERM_RUNS && p.loop_src == 1 &&
+                         p.norun == 2 && p.nrun == 2,
+                     "a big copy of short dims runs in RUNS tiles of x0's "
+                     "27 x out's 3 x 11, in x0's order (mode %d loop_src "
+                     "%d runs %d and %d dims)", p.mode, p.loop_src, p.nrun,
+                     p.norun);
         eb_dtype saved = cur_dt;
         cur_dt = EB_F64;
         EB_CHECK(run_case(8, shape, nat, s0, NULL, n, 0, team, 0),
@@ -812,6 +889,8 @@ int main(void)
         test_tile_mul(two);
         test_runs(NULL);
         test_runs(two);
+        test_runs_two(NULL);
+        test_runs_two(two);
         test_row_reps(NULL);
         test_row_reps(two);
         test_tile4_reps(NULL);
