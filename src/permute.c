@@ -923,97 +923,74 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
 
 #undef EB_STORE
 
-/* Load the v x v block of kind k whose rows start at row[q] (v = 32 /
- * size) transposed: afterwards r[q] holds element q of every row. */
+/* Load the v x v block of kind k whose row q starts at ROW(q) (v = 32 /
+ * size) transposed: afterwards r[q] holds element q of every row. One
+ * body for rows from a table (vload_rows) and rows a step apart
+ * (vload_t), each addressed its own way: TILE4's blocks through the
+ * table's pointers cost lm's eager 4 x 4 tiles 35% more instructions. */
+#define EB_VLOAD_T(ROW)                                                     \
+    do {                                                                    \
+        if (KIND_ES(k) == 16) {                                             \
+            __m256d a_ = vload(ROW(0)), b_ = vload(ROW(1));                 \
+            r[0] = _mm256_permute2f128_pd(a_, b_, 0x20);                    \
+            r[1] = _mm256_permute2f128_pd(a_, b_, 0x31);                    \
+        } else if (KIND_ES(k) == 8) {                                       \
+            /* Row q's half h in the low lane, row q + 2's in the high one  \
+             * (the loads cross the lanes), then one unpack per row. */     \
+            for (int h = 0; h < 2; h++) {                                   \
+                __m256d a_[2];                                              \
+                for (int q = 0; q < 2; q++)                                 \
+                    a_[q] = _mm256_insertf128_pd(                           \
+                        _mm256_castpd128_pd256(_mm_loadu_pd(                \
+                            (const double *)ROW(q) + 2 * h)),               \
+                        _mm_loadu_pd((const double *)ROW(q + 2) + 2 * h),   \
+                        1);                                                 \
+                r[2 * h] = _mm256_unpacklo_pd(a_[0], a_[1]);                \
+                r[2 * h + 1] = _mm256_unpackhi_pd(a_[0], a_[1]);            \
+            }                                                               \
+        } else {                                                            \
+            /* 8 x 8 floats: each register takes 4 floats of row q in its  \
+             * low lane and of row q + 4 in its high one (the loads do the  \
+             * lane crossing), then two in-lane 4 x 4 transposes. */        \
+            for (int h = 0; h < 2; h++) {                                   \
+                __m256 a_[4];                                               \
+                for (int q = 0; q < 4; q++)                                 \
+                    a_[q] = _mm256_insertf128_ps(                           \
+                        _mm256_castps128_ps256(_mm_loadu_ps(                \
+                            (const float *)ROW(q) + 4 * h)),                \
+                        _mm_loadu_ps((const float *)ROW(q + 4) + 4 * h),    \
+                        1);                                                 \
+                __m256 t0 = _mm256_unpacklo_ps(a_[0], a_[1]);               \
+                __m256 t1 = _mm256_unpackhi_ps(a_[0], a_[1]);               \
+                __m256 t2 = _mm256_unpacklo_ps(a_[2], a_[3]);               \
+                __m256 t3 = _mm256_unpackhi_ps(a_[2], a_[3]);               \
+                r[4 * h] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0x44)); \
+                r[4 * h + 1] =                                              \
+                    _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0xee));      \
+                r[4 * h + 2] =                                              \
+                    _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0x44));      \
+                r[4 * h + 3] =                                              \
+                    _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0xee));      \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
 __attribute__((target("avx2"), always_inline)) static inline void
 vload_rows(const int k, const char *const *row, __m256d *r)
 {
-    if (KIND_ES(k) == 16) {
-        __m256d a = vload(row[0]), b = vload(row[1]);
-        r[0] = _mm256_permute2f128_pd(a, b, 0x20);
-        r[1] = _mm256_permute2f128_pd(a, b, 0x31);
-    } else if (KIND_ES(k) == 8) {
-        /* Row q's half h in the low lane, row q + 2's in the high one (the
-         * loads cross the lanes), then one unpack per output row. */
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            __m256d a[2];
-            _Pragma("GCC unroll 2")
-            for (int q = 0; q < 2; q++)
-                a[q] = _mm256_insertf128_pd(
-                    _mm256_castpd128_pd256(
-                        _mm_loadu_pd((const double *)row[q] + 2 * h)),
-                    _mm_loadu_pd((const double *)row[q + 2] + 2 * h), 1);
-            r[2 * h] = _mm256_unpacklo_pd(a[0], a[1]);
-            r[2 * h + 1] = _mm256_unpackhi_pd(a[0], a[1]);
-        }
-    } else {
-        /* 8 x 8 floats: each register takes 4 floats of row q in its low
-         * lane and of row q + 4 in its high one (the loads do the lane
-         * crossing), then two in-lane 4 x 4 transposes. */
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < 2; h++) {
-            __m256 a[4];
-            _Pragma("GCC unroll 4")
-            for (int q = 0; q < 4; q++)
-                a[q] = _mm256_insertf128_ps(
-                    _mm256_castps128_ps256(
-                        _mm_loadu_ps((const float *)row[q] + 4 * h)),
-                    _mm_loadu_ps((const float *)row[q + 4] + 4 * h), 1);
-            __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]);
-            __m256 t1 = _mm256_unpackhi_ps(a[0], a[1]);
-            __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]);
-            __m256 t3 = _mm256_unpackhi_ps(a[2], a[3]);
-            r[4 * h] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0x44));
-            r[4 * h + 1] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0xee));
-            r[4 * h + 2] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0x44));
-            r[4 * h + 3] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0xee));
-        }
-    }
+#define EB_ROW_TAB(q) (row[q])
+    EB_VLOAD_T(EB_ROW_TAB);
+#undef EB_ROW_TAB
 }
 
-/* vload_rows of rows x + q * step (the same loads, addressed from one
- * pointer: TILE4's blocks through vload_rows' pointer table cost lm's
- * eager 4 x 4 tiles 35% more instructions). */
 __attribute__((target("avx2"), always_inline)) static inline void
 vload_t(const int k, const char *x, int64_t step, __m256d *r)
 {
-    if (KIND_ES(k) == 16) {
-        __m256d a = vload(x), b = vload(x + step);
-        r[0] = _mm256_permute2f128_pd(a, b, 0x20);
-        r[1] = _mm256_permute2f128_pd(a, b, 0x31);
-    } else if (KIND_ES(k) == 8) {
-        for (int h = 0; h < 2; h++) {
-            __m256d a[2];
-            for (int q = 0; q < 2; q++)
-                a[q] = _mm256_insertf128_pd(
-                    _mm256_castpd128_pd256(_mm_loadu_pd(
-                        (const double *)(x + q * step) + 2 * h)),
-                    _mm_loadu_pd((const double *)(x + (q + 2) * step) + 2 * h),
-                    1);
-            r[2 * h] = _mm256_unpacklo_pd(a[0], a[1]);
-            r[2 * h + 1] = _mm256_unpackhi_pd(a[0], a[1]);
-        }
-    } else {
-        for (int h = 0; h < 2; h++) {
-            __m256 a[4];
-            for (int q = 0; q < 4; q++)
-                a[q] = _mm256_insertf128_ps(
-                    _mm256_castps128_ps256(_mm_loadu_ps(
-                        (const float *)(x + q * step) + 4 * h)),
-                    _mm_loadu_ps((const float *)(x + (q + 4) * step) + 4 * h),
-                    1);
-            __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]);
-            __m256 t1 = _mm256_unpackhi_ps(a[0], a[1]);
-            __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]);
-            __m256 t3 = _mm256_unpackhi_ps(a[2], a[3]);
-            r[4 * h] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0x44));
-            r[4 * h + 1] = _mm256_castps_pd(_mm256_shuffle_ps(t0, t2, 0xee));
-            r[4 * h + 2] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0x44));
-            r[4 * h + 3] = _mm256_castps_pd(_mm256_shuffle_ps(t1, t3, 0xee));
-        }
-    }
+#define EB_ROW_STEP(q) (x + (q) * step)
+    EB_VLOAD_T(EB_ROW_STEP);
+#undef EB_ROW_STEP
 }
+#undef EB_VLOAD_T
 
 /* The other source of a TILE4 tile as v rows (one per i, v values of o):
  * by how it is laid out along (i, o). */
