@@ -28,8 +28,8 @@
  *          transposes, rows of t read and rows of out written at places
  *          from tables of each run's offsets (short dims such as 3 x 3 or
  *          2 x 8 need not be one dim on either side); a second source is
- *          read along out's run, broadcast, transposed as t is, or
- *          gathered (float64), by how its strides run over the tile;
+ *          read along out's run, broadcast, or transposed as t is, by how
+ *          its strides run over the tile (none of these: GENERIC);
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
  *          spanning each array's innermost dims until each has >= 256
  *          bytes, walked by scalar loops.
