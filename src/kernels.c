@@ -1534,61 +1534,104 @@ void eb_kern_vec_gemm(int64_t wb, int64_t M, int64_t N, int64_t K, const double 
     }
 }
 
-/* acc[x] = sum_k s[k][x] g[k][x] over x < n (s rows sr apart, g's at
- * g + gk[k]), one pass per k over the run: every operand read as one
- * stream, acc kept in L1. */
-__attribute__((target("avx2,fma"))) static void
-vec_gemv_run_avx2(int64_t n, int64_t K, const double *s, int64_t sr,
-                  const double *g, const int64_t *gk, double *acc)
+/* Columns j0 .. j0 + nj - 1 (nj <= 4) of C over the n <= 8 elements of w
+ * from x: their sums over all of K kept in registers, two vectors of w per
+ * column (every element the same chain of multiply-adds, k ascending,
+ * wherever it falls: lanes past n are masked off, neither read nor
+ * written), then stored as rows of four transposed in registers (four
+ * columns one after another in C), as vectors (w innermost in C) or lane
+ * by lane. Inlined with constant nj and whole (n = 8), so that the sums
+ * stay in registers. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+vec_gemv_sums(int64_t n, const int nj, const int whole, int64_t K,
+              const double *s, int64_t sr, const double *const *gr,
+              const int64_t *gk, double *c, const int64_t *cj, int64_t scw,
+              int four)
 {
-    int64_t full = n / 4 * 4;
-    const double *g0 = g + gk[0];
-    for (int64_t x = 0; x < full; x += 4)
-        _mm256_storeu_pd(acc + x, _mm256_mul_pd(_mm256_loadu_pd(s + x),
-                                                _mm256_loadu_pd(g0 + x)));
-    for (int64_t x = full; x < n; x++)
-        acc[x] = s[x] * g0[x];
-    for (int64_t k = 1; k < K; k++) {
-        const double *sk = s + k * sr, *gr = g + gk[k];
-        for (int64_t x = 0; x < full; x += 4)
-            _mm256_storeu_pd(acc + x,
-                             _mm256_fmadd_pd(_mm256_loadu_pd(sk + x),
-                                             _mm256_loadu_pd(gr + x),
-                                             _mm256_loadu_pd(acc + x)));
-        for (int64_t x = full; x < n; x++)
-            acc[x] += sk[x] * gr[x];
+    __m256i m0 = _mm256_setr_epi64x(n > 0 ? -1 : 0, n > 1 ? -1 : 0,
+                                    n > 2 ? -1 : 0, n > 3 ? -1 : 0);
+    __m256i m1 = _mm256_setr_epi64x(n > 4 ? -1 : 0, n > 5 ? -1 : 0,
+                                    n > 6 ? -1 : 0, n > 7 ? -1 : 0);
+    __m256d a[4][2];
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < nj; t++)
+        a[t][0] = a[t][1] = _mm256_setzero_pd();
+    for (int64_t k = 0; k < K; k++) {
+        const double *sk = s + k * sr;
+        __m256d s0 = whole ? _mm256_loadu_pd(sk) : _mm256_maskload_pd(sk, m0);
+        __m256d s1 =
+            whole ? _mm256_loadu_pd(sk + 4) : _mm256_maskload_pd(sk + 4, m1);
+        _Pragma("GCC unroll 4")
+        for (int t = 0; t < nj; t++) {
+            const double *g = gr[t] + gk[k];
+            __m256d g0 = whole ? _mm256_loadu_pd(g) : _mm256_maskload_pd(g, m0);
+            __m256d g1 =
+                whole ? _mm256_loadu_pd(g + 4) : _mm256_maskload_pd(g + 4, m1);
+            a[t][0] = _mm256_fmadd_pd(s0, g0, a[t][0]);
+            a[t][1] = _mm256_fmadd_pd(s1, g1, a[t][1]);
+        }
+    }
+    if (nj == 4 && four && whole) {
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            __m256d r[4] = {a[0][h], a[1][h], a[2][h], a[3][h]};
+            eb_transpose4(r);
+            double *cw = c + 4 * h * scw + cj[0];
+            _Pragma("GCC unroll 4")
+            for (int x = 0; x < 4; x++)
+                _mm256_storeu_pd(cw + x * scw, r[x]);
+        }
+        return;
+    }
+    _Pragma("GCC unroll 4")
+    for (int t = 0; t < nj; t++) {
+        double *ct = c + cj[t];
+        if (scw == 1) {
+            _mm256_maskstore_pd(ct, m0, a[t][0]);
+            _mm256_maskstore_pd(ct + 4, m1, a[t][1]);
+            continue;
+        }
+        double v[8];
+        _mm256_storeu_pd(v, a[t][0]);
+        _mm256_storeu_pd(v + 4, a[t][1]);
+        for (int64_t x = 0; x < n; x++)
+            ct[x * scw] = v[x];
     }
 }
 
-/* Four runs acc[t][0 .. n) (rows EB_VEC_GEMV_W apart) into C as rows
- * along w: element x of run t at c + x scw + t (four columns one after
- * another), 4 x 4 blocks transposed in registers. */
-__attribute__((target("avx2"))) static void
-vec_gemv_store4_avx2(int64_t n, const double *acc, double *c, int64_t scw)
+/* Columns j0 .. j0 + nj - 1 of C over the ns elements of w of a span:
+ * vec_gemv_sums chunk by chunk of 8 elements of w, the last one masked. */
+__attribute__((target("avx2,fma"))) static void
+vec_gemv_cols_avx2(int64_t ns, int nj, int64_t K, const double *s,
+                   int64_t sr, const double *const *gr, const int64_t *gk,
+                   double *c, const int64_t *cj, int64_t scw, int four)
 {
-    int64_t x = 0;
-    for (; x + 4 <= n; x += 4) {
-        __m256d r[4];
-        for (int t = 0; t < 4; t++)
-            r[t] = _mm256_loadu_pd(acc + t * EB_VEC_GEMV_W + x);
-        eb_transpose4(r);
-        for (int t = 0; t < 4; t++)
-            _mm256_storeu_pd(c + (x + t) * scw, r[t]);
+    for (int64_t x = 0; x < ns; x += 8) {
+        int64_t n = ns - x < 8 ? ns - x : 8;
+        const double *gx[4] = {NULL, NULL, NULL, NULL};
+        for (int t = 0; t < nj; t++)
+            gx[t] = gr[t] + x;
+        double *cx = c + x * scw;
+#define EB_GEMV_SUMS(NJ) \
+    (n == 8 ? vec_gemv_sums(8, NJ, 1, K, s + x, sr, gx, gk, cx, cj, scw, four) \
+            : vec_gemv_sums(n, NJ, 0, K, s + x, sr, gx, gk, cx, cj, scw, four))
+        switch (nj) {
+        case 4: EB_GEMV_SUMS(4); break;
+        case 3: EB_GEMV_SUMS(3); break;
+        case 2: EB_GEMV_SUMS(2); break;
+        default: EB_GEMV_SUMS(1); break;
+        }
+#undef EB_GEMV_SUMS
     }
-    for (; x < n; x++)
-        for (int t = 0; t < 4; t++)
-            c[x * scw + t] = acc[t * EB_VEC_GEMV_W + x];
 }
 
 int64_t eb_kern_vec_gemv_scratch(int64_t wb, int64_t K)
 {
     /* The runs for any wb' <= wb: all of wb' where K wb' fits the span,
      * else blocks of EB_VEC_GEMV_W. */
-    int64_t runs = K * wb <= EB_VEC_GEMV_SPAN ? K * wb
-                   : K * EB_VEC_GEMV_W > EB_VEC_GEMV_SPAN
-                       ? K * EB_VEC_GEMV_W
-                       : EB_VEC_GEMV_SPAN;
-    return 4 * EB_VEC_GEMV_W + runs;
+    return K * wb <= EB_VEC_GEMV_SPAN ? K * wb
+           : K * EB_VEC_GEMV_W > EB_VEC_GEMV_SPAN ? K * EB_VEC_GEMV_W
+                                                  : EB_VEC_GEMV_SPAN;
 }
 
 void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
@@ -1597,58 +1640,43 @@ void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
                       const int64_t *cj, int64_t scw, double *scratch)
 {
     int avx = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    double *acc = scratch, *sp = scratch + 4 * EB_VEC_GEMV_W;
+    double *sp = scratch;
     /* The small operand's rows k as runs along w, spw apart: all of w at
      * once where that fits EB_VEC_GEMV_SPAN, so that the columns j go
      * outer and each row of g is read from start to end in turn. */
     int64_t spw = K * wb <= EB_VEC_GEMV_SPAN ? wb : EB_VEC_GEMV_W;
     for (int64_t w0 = 0; w0 < wb; w0 += spw) {
         int64_t ns = wb - w0 < spw ? wb - w0 : spw;
-        for (int64_t k = 0; k < K; k++) {
-            const double *src = s + sk[k] + w0 * ssw;
-            double *d = sp + k * spw;
-            if (ssw == 1)
-                memcpy(d, src, (size_t)ns * sizeof(double));
-            else
-                for (int64_t x = 0; x < ns; x++)
-                    d[x] = src[x * ssw];
-        }
+        if (ssw == 1)
+            for (int64_t k = 0; k < K; k++)
+                memcpy(sp + k * spw, s + sk[k] + w0,
+                       (size_t)ns * sizeof(double));
+        else /* one pass along s (w outer), not one per row k */
+            for (int64_t x = 0; x < ns; x++)
+                for (int64_t k = 0; k < K; k++)
+                    sp[k * spw + x] = s[sk[k] + (w0 + x) * ssw];
         for (int64_t j0 = 0; j0 < J; j0 += 4) {
-            int64_t nj = J - j0 < 4 ? J - j0 : 4;
-            int four = avx && nj == 4 && cj[j0 + 1] == cj[j0] + 1 &&
+            int nj = J - j0 < 4 ? (int)(J - j0) : 4;
+            int four = nj == 4 && cj[j0 + 1] == cj[j0] + 1 &&
                        cj[j0 + 2] == cj[j0] + 2 && cj[j0 + 3] == cj[j0] + 3;
-            for (int64_t w1 = 0; w1 < ns; w1 += EB_VEC_GEMV_W) {
-                int64_t n = ns - w1 < EB_VEC_GEMV_W ? ns - w1 : EB_VEC_GEMV_W;
-                for (int64_t t = 0; t < nj; t++) {
-                    const double *gr = g + gj[j0 + t] + w0 + w1;
-                    double *a = acc + t * EB_VEC_GEMV_W;
-                    if (avx) {
-                        vec_gemv_run_avx2(n, K, sp + w1, spw, gr, gk, a);
-                        continue;
-                    }
-                    for (int64_t x = 0; x < n; x++) {
-                        double v = 0;
-                        for (int64_t k = 0; k < K; k++)
-                            v += sp[k * spw + w1 + x] * gr[gk[k] + x];
-                        a[x] = v;
-                    }
-                }
-                double *cw = c + (w0 + w1) * scw;
-                if (four) {
-                    vec_gemv_store4_avx2(n, acc, cw + cj[j0], scw);
-                    continue;
-                }
-                if (scw == 1) {
-                    for (int64_t t = 0; t < nj; t++)
-                        memcpy(cw + cj[j0 + t], acc + t * EB_VEC_GEMV_W,
-                               (size_t)n * sizeof(double));
-                    continue;
-                }
-                for (int64_t t = 0; t < nj; t++)
-                    for (int64_t x = 0; x < n; x++)
-                        cw[cj[j0 + t] + x * scw] =
-                            acc[t * EB_VEC_GEMV_W + x];
+            const double *gr[4];
+            for (int t = 0; t < nj; t++)
+                gr[t] = g + gj[j0 + t] + w0;
+            double *cw = c + w0 * scw;
+            if (avx) {
+                /* Sums in registers, 8 elements of w a chunk: each row
+                 * (j, k) of g is read along w once, none of it reused. */
+                vec_gemv_cols_avx2(ns, nj, K, sp, spw, gr, gk, cw, cj + j0,
+                                   scw, four);
+                continue;
             }
+            for (int t = 0; t < nj; t++)
+                for (int64_t x = 0; x < ns; x++) {
+                    double v = 0;
+                    for (int64_t k = 0; k < K; k++)
+                        v += sp[k * spw + x] * gr[t][gk[k] + x];
+                    cw[cj[j0 + t] + x * scw] = v;
+                }
         }
     }
 }

@@ -112,10 +112,11 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
  * A[w, k] B[w, k, n]; N = 1 the same with A and B's roles swapped) and
  * the larger operand g has unit stride along w: C[w, j] = sum_k s[k, w]
  * g[j, k, w], j < J. Nothing of g is reused, so it is not packed: each
- * of its rows (j, k) (at gj[j] + gk[k]) is read once, in runs of
- * EB_VEC_GEMV_W elements of w summed into L1, the small operand's rows k
- * (at sk[k], w at stride ssw) copied into runs (all of w where that
- * fits EB_VEC_GEMV_SPAN doubles, else blocks). C(w, j) is at cj[j] + w
+ * of its rows (j, k) (at gj[j] + gk[k]) is read once, along w, by
+ * chunks of 8 elements of w whose sums over all of K stay in registers
+ * (four columns j at a time), the small operand's rows k (at sk[k], w
+ * at stride ssw) copied into runs first (all of w where that fits
+ * EB_VEC_GEMV_SPAN doubles, else blocks of EB_VEC_GEMV_W). C(w, j) is at cj[j] + w
  * scw; c, s and g point at the first w. scratch: at least
  * eb_kern_vec_gemv_scratch(wb, K) doubles. Taken from EB_VEC_GEMV_MIN_W
  * elements of w.
