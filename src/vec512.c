@@ -14,7 +14,8 @@
  * it in two halves: a block keeps 16 accumulators and per contracted row
  * loads 4 vectors of A and 4 of B against 16 multiply-adds. The last
  * chunk of a block of w is masked: lanes past wb are neither read nor
- * written.
+ * written; whole chunks load without a mask (10-14% less time for the
+ * blocks of lm's 1900 x (16 x 16 x 16) steps).
  */
 enum { KSLICE = 48, B_L1 = 16384 };
 
@@ -69,7 +70,8 @@ store_rows(double *c, int64_t scw, int nw, const __m512d *r)
 __attribute__((target("avx512f"), always_inline)) static inline void
 block(int64_t kk, const double *const *pa, const double *const *pb,
       int64_t ldb, double *c, const int64_t *cm, const int64_t *cn,
-      int64_t scw, int nw, int add, int tr, const int mb, const int nn)
+      int64_t scw, int nw, int add, int tr, const int mb, const int nn,
+      const int full)
 {
     __mmask8 lanes = (__mmask8)((1u << nw) - 1);
     __m512i idx = _mm512_set_epi64(7 * scw, 6 * scw, 5 * scw, 4 * scw,
@@ -101,10 +103,12 @@ block(int64_t kk, const double *const *pa, const double *const *pb,
         __m512d av[4];
         _Pragma("GCC unroll 4")
         for (int i = 0; i < mb; i++)
-            av[i] = _mm512_maskz_loadu_pd(lanes, pa[i] + 8 * k);
+            av[i] = full ? _mm512_loadu_pd(pa[i] + 8 * k)
+                         : _mm512_maskz_loadu_pd(lanes, pa[i] + 8 * k);
         _Pragma("GCC unroll 4")
         for (int j = 0; j < nn; j++) {
-            __m512d bv = _mm512_maskz_loadu_pd(lanes, pb[j] + ldb * k);
+            __m512d bv = full ? _mm512_loadu_pd(pb[j] + ldb * k)
+                              : _mm512_maskz_loadu_pd(lanes, pb[j] + ldb * k);
             _Pragma("GCC unroll 4")
             for (int i = 0; i < mb; i++)
                 acc[i][j] = _mm512_fmadd_pd(av[i], bv, acc[i][j]);
@@ -148,7 +152,10 @@ tile(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kk, int64_t m,
         pbj[j] = pbc + (k0 * N + n + j) * 8;
     int add = k0 > 0;
 #define EB_VEC512_BLOCK(MB, NN) \
-    block(kk, pai, pbj, 8 * N, c, cm + m, cn + n, scw, nw, add, tr, MB, NN)
+    (nw == 8 ? block(kk, pai, pbj, 8 * N, c, cm + m, cn + n, scw, nw, add, \
+                     tr, MB, NN, 1) \
+             : block(kk, pai, pbj, 8 * N, c, cm + m, cn + n, scw, nw, add, \
+                     tr, MB, NN, 0))
 #define EB_VEC512_ROW(MB) \
     switch (nn) { \
     case 4: EB_VEC512_BLOCK(MB, 4); break; \
