@@ -259,11 +259,8 @@ rowc_panels(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
                 /* B's columns apart: the slice of its panel copied
                  * row-major (kc pw elements against M kc pw
                  * multiply-adds), A read in place. */
-                for (int64_t i = 0; i < kc; i++) {
-                    const double *src = bp + (f0 + i) * k->sbk;
-                    for (int64_t j = 0; j < pw; j++)
-                        bt[i * pw + j] = src[j * sbn];
-                }
+                eb_gemm_pack_b(kc, pw, bp + f0 * k->sbk, k->sbk, NULL, sbn,
+                               bt);
                 panel_strided(M, w, nq, kc, a + f0 * k->sak, sam, k->sak, bt,
                               pw, c + n0, scm, f0 > 0, NULL, pfa);
                 continue;
@@ -271,12 +268,9 @@ rowc_panels(int64_t M, int64_t N, int64_t K, const double *a, int64_t sam,
             eb_gemm_k_offsets(f0, kc, K, k, aoff, boff);
             const double *bq = bp;
             if (sbn != 1) {
-                for (int64_t i = 0; i < kc; i++) {
-                    const double *src = bp + boff[i];
-                    for (int64_t j = 0; j < pw; j++)
-                        bt[i * pw + j] = src[j * sbn];
+                eb_gemm_pack_b(kc, pw, bp, 0, boff, sbn, bt);
+                for (int64_t i = 0; i < kc; i++)
                     boff[i] = i * pw;
-                }
                 bq = bt;
             }
             /* A's rows prefetched in its contiguous runs of K. */

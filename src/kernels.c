@@ -351,11 +351,8 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
                  * slice of the panel is copied row-major, A is read in
                  * place without tables (through tables, str_mps's 2185
                  * x 19 x 19 with B[n][k] ran at 20 GFLOP/s in cache). */
-                for (int64_t i = 0; i < kc; i++) {
-                    const double *src = bp + (f0 + i) * k->sbk;
-                    for (int64_t j = 0; j < pw; j++)
-                        bt[i * pw + j] = src[j * sbn];
-                }
+                eb_gemm_pack_b(kc, pw, bp + f0 * k->sbk, k->sbk, NULL, sbn,
+                               bt);
                 eb_kern_gemm_chunk_avx2(M, w, nq, kc, a + f0 * k->sak, sam,
                                         k->sak, NULL, bt, pw, NULL, c + n0,
                                         scm, f0 > 0, NULL,
@@ -366,12 +363,9 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
             }
             eb_gemm_k_offsets(f0, kc, K, k, aoff, boff);
             if (sbn != 1) {
-                for (int64_t i = 0; i < kc; i++) {
-                    const double *src = bp + boff[i];
-                    for (int64_t j = 0; j < pw; j++)
-                        bt[i * pw + j] = src[j * sbn];
+                eb_gemm_pack_b(kc, pw, bp, 0, boff, sbn, bt);
+                for (int64_t i = 0; i < kc; i++)
                     boff[i] = i * pw;
-                }
                 bp = bt;
             }
             /* A's rows prefetched in its contiguous runs of K (K1 runs
@@ -395,13 +389,50 @@ void eb_gemm_batch_tables(int64_t K, const eb_gemm_k *k, int64_t n,
         poff[i] = i * n;
 }
 
+/* eb_gemm_pack_b's rows i .. i + 3, one after another in B (at src): per
+ * 4 columns, 4 loads of the rows' 4 adjacent elements and a 4 x 4
+ * transpose in registers, instead of 16 scalar copies. */
+__attribute__((target("avx2"))) static void
+pack_b_rows4_avx2(int64_t n, const double *src, int64_t sbn, double *bt)
+{
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        __m256d r[4];
+        _Pragma("GCC unroll 4")
+        for (int q = 0; q < 4; q++)
+            r[q] = _mm256_loadu_pd(src + (j + q) * sbn);
+        eb_transpose4(r);
+        _Pragma("GCC unroll 4")
+        for (int x = 0; x < 4; x++)
+            _mm256_storeu_pd(bt + x * n + j, r[x]);
+    }
+    for (; j < n; j++)
+        for (int x = 0; x < 4; x++)
+            bt[x * n + j] = src[j * sbn + x];
+}
+
 void eb_gemm_pack_b(int64_t kc, int64_t n, const double *b, int64_t sbk,
                     const int64_t *boff, int64_t sbn, double *bt)
 {
-    for (int64_t i = 0; i < kc; i++) {
-        const double *src = b + (boff ? boff[i] : i * sbk);
+    /* Rows in fours that are adjacent in B (B's columns apart, its rows
+     * a run: lm eager's B[n][k] with k innermost) go through 4 x 4
+     * transposes; any other row element by element. */
+    int avx2 = sbn != 1 && n >= 4 && __builtin_cpu_supports("avx2");
+    int64_t i = 0;
+    while (i < kc) {
+        int64_t r0 = boff ? boff[i] : i * sbk;
+        if (avx2 && i + 4 <= kc &&
+            (boff ? boff[i + 1] == r0 + 1 && boff[i + 2] == r0 + 2 &&
+                        boff[i + 3] == r0 + 3
+                  : sbk == 1)) {
+            pack_b_rows4_avx2(n, b + r0, sbn, bt + i * n);
+            i += 4;
+            continue;
+        }
+        const double *src = b + r0;
         for (int64_t j = 0; j < n; j++)
             bt[i * n + j] = src[j * sbn];
+        i++;
     }
 }
 
