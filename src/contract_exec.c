@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "blas.h"
+#include "gemm512.h"
 #include "team.h"
+#include "vec512.h"
 
 /* Element `off` of a buffer of elements of esz bytes. */
 static inline void *at(const void *base, int64_t off, size_t esz)
@@ -575,7 +577,35 @@ typedef struct {
     const double *a, *b; /* float64: the vector-batch GEMM's only dtype */
     double *c, *pack;
     const int64_t *am, *ak, *bk, *bn, *cm, *cn;
+    int rows; /* in rows of C along n (vec_rows) */
 } vec_job;
+
+/*
+ * Does the vector-batch GEMM run in rows of C along n
+ * (eb_kern_vec_rows_avx512): one small GEMM per element of w on a block of
+ * B transposed to batch-outer, A broadcast where it lies? Where the CPU
+ * runs the AVX-512 kernels, C's n dims are one run of 8 to 16 elements
+ * and w has unit stride in B (the pack reads it in vectors), for products
+ * of at least VEC_ROWS_MIN_MNK multiply-adds. Against the blocks along w
+ * (both operands packed, C stored through transposes): lm eager's 1900 x
+ * (16 x 16 x 16) steps, A read with w at stride 4, 0.41-0.49 -> 0.31-0.37
+ * ms on their own and 0.52-0.58 -> 0.39-0.45 ms in sentence_4_4d; 1900 x
+ * (9 x 15 x 9) 0.22-0.23 -> 0.15; 1900 x (4 x 8 x 8) 0.052 -> 0.057,
+ * below the bound (docs/bench.md, "Twentieth round").
+ */
+enum { VEC_ROWS_MIN_MNK = 512 };
+
+static int vec_rows(const eb_plan *p, const int64_t *cn)
+{
+    if (!eb_gemm512_usable() || p->vsw[1] != 1 || p->N < 8 ||
+        p->N > EB_VEC_ROWS_MAX_N || p->K > EB_VEC_ROWS_MAX_K ||
+        p->M * p->N * p->K < VEC_ROWS_MIN_MNK)
+        return 0;
+    for (int64_t n = 1; n < p->N; n++)
+        if (cn[n] != cn[0] + n)
+            return 0;
+    return 1;
+}
 
 /*
  * Part of the vector-batch GEMM: a contiguous share of w (in multiples of
@@ -625,7 +655,17 @@ static void vec_part(void *arg, int part, int nparts)
         return;
     }
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t w0 = lo; w0 < hi; w0 += sub) {
+        for (int64_t w0 = lo; w0 < hi && j->rows; w0 += sub) {
+            int64_t wb = hi - w0 < sub ? hi - w0 : sub;
+            eb_kern_vec_rows_pack(wb, p->K, p->N, j->b + off[1] + w0, j->bk,
+                                  j->bn, pa);
+            eb_kern_vec_rows_avx512(wb, p->M, p->N, p->K,
+                                    j->a + off[0] + w0 * p->vsw[0], j->am,
+                                    j->ak, p->vsw[0], pa,
+                                    j->c + off[2] + j->cn[0] + w0 * p->vscw,
+                                    j->cm, p->vscw);
+        }
+        for (int64_t w0 = lo; w0 < hi && !j->rows; w0 += sub) {
             int64_t wb = hi - w0 < sub ? hi - w0 : sub;
             eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0 * p->vsw[0],
                              j->am, j->ak, wb, p->vsw[0], mk, pa);
@@ -651,7 +691,8 @@ static void run_vec(const eb_plan *p, const void *a, const void *b, void *c,
     vec_offsets(p, 2, 0, ak);
     vec_offsets(p, 2, 1, bk);
     vec_job j = {.p = p, .a = a, .b = b, .c = c, .pack = pack, .am = am,
-                 .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn};
+                 .ak = ak, .bk = bk, .bn = bn, .cm = cm, .cn = cn,
+                 .rows = !eb_plan_vec_gemv(p) && vec_rows(p, cn)};
     double work = (double)p->nbatch * (double)p->M * (double)p->N *
                   (double)p->K;
     if (eb_team_size(team) > 1 && work >= PARALLEL_MIN_WORK && p->vw >= 16)

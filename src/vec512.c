@@ -1,4 +1,5 @@
-/* vec512: the vector-batch GEMM's blocks, 8 elements of w a vector. */
+/* vec512: the vector-batch GEMM in AVX-512 registers: blocks of 8 elements
+ * of w a vector, and rows of C along n one element of w at a time. */
 #include "vec512.h"
 
 #include <immintrin.h>
@@ -194,6 +195,137 @@ void eb_kern_vec_packed_avx512(int64_t wb, int64_t M, int64_t N, int64_t K,
                     for (int64_t m = 0; m < M; m += 4)
                         tile(M, N, K, k0, kk, m, n, pac, pbc, cw, cm, cn,
                              scw, nw);
+        }
+    }
+}
+
+/*
+ * The vector-batch GEMM in rows of C along n (eb_kern_vec_rows_avx512):
+ * one small GEMM per element of w, the way a batch-outer GEMM runs, on a
+ * block of B transposed to batch-outer and A read where it lies.
+ */
+
+/* Rows k of the pack of element x: pbw[(x K + k) N + n] = B(k, n) of
+ * element x, from B's rows at b + bk[k] + bn[n] (w unit stride): four
+ * rows of one k and four elements of w per 4 x 4 transpose, w outer, so
+ * that each row of B is read along w once and the pack written in
+ * order. */
+__attribute__((target("avx2"))) void
+eb_kern_vec_rows_pack(int64_t wb, int64_t K, int64_t N, const double *b,
+                      const int64_t *bk, const int64_t *bn, double *pbw)
+{
+    int64_t KN = K * N, n4 = N / 4 * 4, x = 0;
+    for (; x + 4 <= wb; x += 4)
+        for (int64_t k = 0; k < K; k++) {
+            const double *bx = b + bk[k] + x;
+            double *d = pbw + x * KN + k * N;
+            for (int64_t n = 0; n < n4; n += 4) {
+                __m256d r[4] = {_mm256_loadu_pd(bx + bn[n]),
+                                _mm256_loadu_pd(bx + bn[n + 1]),
+                                _mm256_loadu_pd(bx + bn[n + 2]),
+                                _mm256_loadu_pd(bx + bn[n + 3])};
+                eb_transpose4(r);
+                _Pragma("GCC unroll 4")
+                for (int e = 0; e < 4; e++)
+                    _mm256_storeu_pd(d + e * KN + n, r[e]);
+            }
+            for (int64_t n = n4; n < N; n++)
+                for (int e = 0; e < 4; e++)
+                    d[e * KN + n] = bx[bn[n] + e];
+        }
+    for (; x < wb; x++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < N; n++)
+                pbw[x * KN + k * N + n] = b[bk[k] + bn[n] + x];
+}
+
+/* Up to 8 rows (mr) by nv vectors of C_x over all of K: per contracted
+ * row nv vectors of the pack and one broadcast of A per row, the sums in
+ * registers from 0 (the chain of eb_kern_vec_gemm's blocks, k
+ * ascending); the last vector masked to N's end. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+rows_block(int64_t K, const double *const *ar, const int64_t *ak,
+           const double *bw, int64_t N, double *const *cr, __mmask8 last,
+           const int mr, const int nv)
+{
+    __m512d acc[8][2];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++)
+        acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+    for (int64_t k = 0; k < K; k++) {
+        const double *bk = bw + k * N;
+        __m512d b0 = nv == 1 ? _mm512_maskz_loadu_pd(last, bk)
+                             : _mm512_loadu_pd(bk);
+        __m512d b1 = nv == 2 ? _mm512_maskz_loadu_pd(last, bk + 8) : b0;
+        int64_t o = ak[k];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < mr; r++) {
+            __m512d av = _mm512_set1_pd(ar[r][o]);
+            acc[r][0] = _mm512_fmadd_pd(av, b0, acc[r][0]);
+            if (nv == 2)
+                acc[r][1] = _mm512_fmadd_pd(av, b1, acc[r][1]);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < mr; r++) {
+        if (nv == 1) {
+            _mm512_mask_storeu_pd(cr[r], last, acc[r][0]);
+            continue;
+        }
+        _mm512_storeu_pd(cr[r], acc[r][0]);
+        _mm512_mask_storeu_pd(cr[r] + 8, last, acc[r][1]);
+    }
+}
+
+__attribute__((target("avx512f"))) void
+eb_kern_vec_rows_avx512(int64_t wb, int64_t M, int64_t N, int64_t K,
+                        const double *a, const int64_t *am, const int64_t *ak,
+                        int64_t saw, const double *pbw, double *c,
+                        const int64_t *cm, int64_t scw)
+{
+    int nv = N > 8 ? 2 : 1;
+    __mmask8 last = (__mmask8)((1u << (N - 8 * (nv - 1))) - 1);
+    /* A is read in place, along w in its rows' runs of k: the lines of
+     * each run (a run start, then every 8 elements) are fetched a few
+     * elements of w ahead, once per line of w. */
+    int64_t kpf[EB_VEC_ROWS_MAX_K], npf = 0;
+    for (int64_t k = 0, run = 0; k < K; k++) {
+        if (k == 0 || ak[k] != ak[k - 1] + 1 || k - run == 8) {
+            kpf[npf++] = k;
+            run = k;
+        }
+    }
+    int64_t ahead = 8 * saw < 32 ? 32 : 8 * saw;
+    for (int64_t x = 0; x < wb; x++) {
+        const double *bw = pbw + x * K * N;
+        int fetch = ((x * saw) & 7) < saw;
+        for (int64_t m = 0; m < M; m += 8) {
+            int mr = M - m < 8 ? (int)(M - m) : 8;
+            const double *ar[8];
+            double *cr[8];
+            for (int r = 0; r < mr; r++) {
+                ar[r] = a + am[m + r] + x * saw;
+                cr[r] = c + cm[m + r] + x * scw;
+                if (fetch)
+                    for (int64_t q = 0; q < npf; q++)
+                        _mm_prefetch((const char *)(ar[r] + ak[kpf[q]] +
+                                                    ahead),
+                                     _MM_HINT_T0);
+            }
+#define EB_ROWS(MR) \
+    (nv == 1 ? rows_block(K, ar, ak, bw, N, cr, last, MR, 1) \
+             : rows_block(K, ar, ak, bw, N, cr, last, MR, 2))
+            switch (mr) {
+            case 8: EB_ROWS(8); break;
+            case 7: EB_ROWS(7); break;
+            case 6: EB_ROWS(6); break;
+            case 5: EB_ROWS(5); break;
+            case 4: EB_ROWS(4); break;
+            case 3: EB_ROWS(3); break;
+            case 2: EB_ROWS(2); break;
+            default: EB_ROWS(1); break;
+            }
+#undef EB_ROWS
         }
     }
 }

@@ -282,6 +282,83 @@ static void check_vec(int64_t wb, int64_t M, int64_t N, int64_t K, int lay,
     free(ref);
 }
 
+/*
+ * The vector-batch GEMM in rows of C along n: eb_kern_vec_rows_pack of B
+ * (w of unit stride, rows (k, n) scattered: k's rows apart, n's one run
+ * of 3 and the rest apart) and eb_kern_vec_rows_avx512 with A read in
+ * place (rows apart, contracted elements in runs of 2 apart, w at
+ * stride saw) into C
+ * whose n is one run (rows apart, w at stride scw); bit for bit against
+ * fma() over k in order, and only C's elements written. Needs AVX-512.
+ */
+static void check_vec_rows(int64_t wb, int64_t M, int64_t N, int64_t K,
+                           int64_t saw, uint64_t *seed)
+{
+    int64_t am[32], ak[600], bk[600], bn[32], cm[32];
+    /* A's rows m outer, its contracted elements in runs of 2 (k, k + 1
+     * adjacent, runs apart), w innermost at stride saw: a run of 2 takes
+     * 2 + saw (wb - 1) elements. */
+    int64_t run = 2 + saw * (wb - 1) + 3, row = (K + 1) / 2 * run + 1;
+    for (int64_t k = 0; k < K; k++) {
+        ak[k] = k / 2 * run + k % 2;
+        bk[k] = k * (N * (wb + 3) + 5);
+    }
+    for (int64_t m = 0; m < M; m++)
+        am[m] = m * row;
+    for (int64_t n = 0; n < N; n++)
+        bn[n] = n < 3 ? n * wb : (n + 1) * (wb + 3);
+    int64_t scw = N + 2;
+    for (int64_t m = 0; m < M; m++)
+        cm[m] = m * (scw * wb + 3);
+    int64_t na = M * row, nb = bk[K - 1] + bn[N - 1] + wb;
+    int64_t span = cm[M - 1] + (wb - 1) * scw + N + 8;
+    double *a = malloc(sizeof *a * (size_t)na);
+    double *b = malloc(sizeof *b * (size_t)nb);
+    double *pk = malloc(sizeof *pk * (size_t)(wb * K * N));
+    double *c = malloc(sizeof *c * (size_t)span);
+    if (!a || !b || !pk || !c) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(pk), free(c);
+        return;
+    }
+    fill_random(a, na, seed);
+    fill_random(b, nb, seed);
+    for (int64_t x = 0; x < span; x++)
+        c[x] = -7.0;
+    eb_kern_vec_rows_pack(wb, K, N, b, bk, bn, pk);
+    int64_t packed = 0;
+    for (int64_t x = 0; x < wb; x++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < N; n++)
+                packed += pk[(x * K + k) * N + n] == b[bk[k] + bn[n] + x];
+    eb_kern_vec_rows_avx512(wb, M, N, K, a, am, ak, saw, pk, c, cm, scw);
+    int64_t wrong = 0, written = 0;
+    for (int64_t x = 0; x < wb; x++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double want = 0;
+                for (int64_t k = 0; k < K; k++)
+                    want = fma(a[am[m] + ak[k] + x * saw],
+                               b[bk[k] + bn[n] + x], want);
+                double *got = &c[cm[m] + x * scw + n];
+                wrong += *got != want;
+                *got = -7.0;
+            }
+    for (int64_t x = 0; x < span; x++)
+        written += c[x] != -7.0;
+    EB_CHECK(packed == wb * K * N && wrong == 0 && written == 0,
+             "vec rows wb %lld, %lld x %lld x %lld, A's w stride %lld: "
+             "%lld of %lld packed right, %lld elements wrong, %lld written "
+             "outside C",
+             (long long)wb, (long long)M, (long long)N, (long long)K,
+             (long long)saw, (long long)packed, (long long)(wb * K * N),
+             (long long)wrong, (long long)written);
+    free(a);
+    free(b);
+    free(pk);
+    free(c);
+}
+
 int main(void)
 {
     uint64_t bseed = 11;
@@ -326,6 +403,18 @@ int main(void)
         printf("test_gemm512: no AVX-512F on this CPU, kernel not run\n");
         return eb_check_done("test_gemm512");
     }
+    /* The rows form: every row count of a block and its remainders
+     * (1-17), one vector (masked below 8) or two (the second masked
+     * below 16), K of 1 to past a line's run, w from one element to past
+     * a block, tails of the pack's fours, A's w of stride 1, 3 and 4. */
+    static const int64_t RNs[] = {1, 5, 8, 9, 12, 16};
+    static const int64_t RKs[] = {1, 3, 16, 17, 40};
+    static const int64_t RWs[] = {1, 4, 7, 64, 67};
+    int rv = 0;
+    for (int64_t M = 1; M <= 17; M++)
+        for (size_t i = 0; i < sizeof RNs / sizeof RNs[0]; i++, rv++)
+            check_vec_rows(RWs[rv % 5], M, RNs[i], RKs[rv % 5],
+                           rv % 3 == 0 ? 1 : rv % 3 == 1 ? 3 : 4, &bseed);
     uint64_t seed = 7;
     /* Every row count of a block and its remainders (1-17), chunks of
      * 1-7 columns (masked), 8-32 (the last chunk, its last vector
