@@ -212,11 +212,13 @@ static const case_t cases[] = {
     /* ... and with C's n one run of 8 to 16 (where the CPU runs the
      * AVX-512 kernels, one small GEMM per element of w on B's block
      * transposed, A broadcast in place: eb_kern_vec_rows_avx512): N of
-     * 8, 15 (above) and 16, rows of C in blocks of 8 and remainders. */
+     * 8, 15 (above) and 16, rows of C in blocks of 8 and remainders,
+     * another batch dim outside w. */
     {"hmfwF,FlmCw->hfwlC", "h=2,m=3,f=3,w=37,F=2,l=2,C=4",
      EB_KIND_VEC_GEMM, 0},
     {"hmfwF,FlmCw->hfwlC", "h=3,m=2,f=3,w=45,F=3,l=4,C=4",
      EB_KIND_VEC_GEMM, 0},
+    {"zhmwF,zFmCw->zhwC", "z=3,h=5,m=3,w=41,F=4,C=9", EB_KIND_VEC_GEMM, 0},
     {"bY,JKYb->bJK", "b=45,Y=5,J=3,K=2", EB_KIND_VEC_GEMM, 0},
     {"iKb,KbN->iNb", "i=3,K=5,b=29,N=6", EB_KIND_VEC_GEMM, 0},
     {"mwF,Fnw->mwn", "m=5,w=19,F=8,n=3", EB_KIND_VEC_GEMM, 0},
