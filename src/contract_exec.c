@@ -655,24 +655,23 @@ static void vec_part(void *arg, int part, int nparts)
         return;
     }
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t w0 = lo; w0 < hi && j->rows; w0 += sub) {
+        for (int64_t w0 = lo; w0 < hi; w0 += sub) {
             int64_t wb = hi - w0 < sub ? hi - w0 : sub;
-            eb_kern_vec_rows_pack(wb, p->K, p->N, j->b + off[1] + w0, j->bk,
-                                  j->bn, pa);
-            eb_kern_vec_rows_avx512(wb, p->M, p->N, p->K,
-                                    j->a + off[0] + w0 * p->vsw[0], j->am,
-                                    j->ak, p->vsw[0], pa,
-                                    j->c + off[2] + j->cn[0] + w0 * p->vscw,
-                                    j->cm, p->vscw);
-        }
-        for (int64_t w0 = lo; w0 < hi && !j->rows; w0 += sub) {
-            int64_t wb = hi - w0 < sub ? hi - w0 : sub;
-            eb_kern_vec_pack(0, p->M, p->K, j->a + off[0] + w0 * p->vsw[0],
-                             j->am, j->ak, wb, p->vsw[0], mk, pa);
+            const double *a = j->a + off[0] + w0 * p->vsw[0];
+            double *c = j->c + off[2] + w0 * p->vscw;
+            if (j->rows) {
+                eb_kern_vec_rows_pack(wb, p->K, p->N, j->b + off[1] + w0,
+                                      j->bk, j->bn, pa);
+                eb_kern_vec_rows_avx512(wb, p->M, p->N, p->K, a, j->am,
+                                        j->ak, p->vsw[0], pa, c + j->cn[0],
+                                        j->cm, p->vscw);
+                continue;
+            }
+            eb_kern_vec_pack(0, p->M, p->K, a, j->am, j->ak, wb, p->vsw[0],
+                             mk, pa);
             eb_kern_vec_pack(0, p->K, p->N, j->b + off[1] + w0 * p->vsw[1],
                              j->bk, j->bn, wb, p->vsw[1], kn, pb);
-            eb_kern_vec_gemm(wb, p->M, p->N, p->K, pa, pb,
-                             j->c + off[2] + w0 * p->vscw, j->cm, j->cn,
+            eb_kern_vec_gemm(wb, p->M, p->N, p->K, pa, pb, c, j->cm, j->cn,
                              p->vscw);
         }
         batch_next(p, p->nb, idx, off);
