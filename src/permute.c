@@ -72,8 +72,20 @@ enum { GENERIC_PF_MIN_BYTES = 4 << 20 };
 #define RUN_BYTES 1024
 #endif
 enum { RUN_MAX = 4 * RUN_BYTES / 4 };
-/* Out's run holds at most twice TILE_SIDE_BYTES (grow_orun). */
-enum { ORUN_MAX = 2 * TILE_SIDE_BYTES / 4 };
+/* A RUNS plan far larger than the last-level cache (perm_big) grows
+ * out's run to this many bytes rather than TILE_SIDE_BYTES: each row of
+ * out a tile writes is then whole lines but for its ends, and the next
+ * tile along does not come back for the rest of a line. */
+#ifndef RUNS_BIG_OUT_RUN_BYTES
+#define RUNS_BIG_OUT_RUN_BYTES 512
+#endif
+/* Out's run holds at most twice the larger of the two (grow_orun). */
+enum {
+    ORUN_MAX = 2 *
+               (RUNS_BIG_OUT_RUN_BYTES > TILE_SIDE_BYTES ? RUNS_BIG_OUT_RUN_BYTES
+                                                         : TILE_SIDE_BYTES) /
+               4
+};
 
 /* RUNS tiles repeat over out's next whole dims up to REP_BYTES (16 KiB
  * of out, in L1 with the source's rows), REP_MAX times at most. */
@@ -388,14 +400,19 @@ static int64_t grow_orun(eb_perm *p, int t, int64_t target, int at_least)
 /* RUNS with t as the source read in runs: out's run first as long as a
  * vector (so that t's run leaves it that much), then t's dims contiguous
  * from its unit stride up (not in out's run) until they hold RUN_BYTES
- * (the last one in part), then out's run grown to TILE_SIDE_BYTES. 0 if
+ * (the last one in part), then out's run grown to TILE_SIDE_BYTES
+ * (RUNS_BIG_OUT_RUN_BYTES past the last-level cache: gm_queen's eager
+ * multiply by a transpose of 43 M elements, 16 dims of 3, scratch
+ * program: out's 27 x 27 tiles of 216-byte rows 57-59 ms, 27 x 81 of
+ * 648-byte rows 44-49; the transposing copy alone 32-33 -> 26-27). 0 if
  * either run is shorter than a vector, t's too long for its table, or
  * the other source loads in none of runs_how's ways. */
 static int try_runs(eb_perm *p, int t)
 {
     int r = p->rank;
     int64_t v = elems_of(p, 32), want = elems_of(p, RUN_BYTES),
-            side = elems_of(p, TILE_SIDE_BYTES);
+            side = elems_of(p, perm_big(p) ? RUNS_BIG_OUT_RUN_BYTES
+                                           : TILE_SIDE_BYTES);
     for (int d = 0; d < r; d++)
         p->block[d] = 1;
     p->nrun = p->norun = p->nrep = 0;
@@ -1082,6 +1099,26 @@ runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
             orow[c] = out + oq[q + c] * es;
             yq_[c] = y + yq[q + c] * es;
         }
+        /* The next tile's rows of out and of y read along them: each
+         * line once, here, rather than with every block (a prefetch per
+         * block and row cost as much as the block's moves in cache).
+         * Out's rows only where they are short (pf[0] 0 otherwise: rows
+         * of whole lines wait in the store buffer, and the prefetches
+         * cost more than they saved). */
+        if (pf && pf[0])
+            for (int c = 0; c < v; c++) {
+                char *po = orow[c] + pf[0];
+                for (int64_t b = 0; b < no * es; b += 64)
+                    __builtin_prefetch(po + b, 1);
+                __builtin_prefetch(po + no * es - 1, 1);
+            }
+        if (pf && nsrc == 2 && how == RUNS_DIRECT)
+            for (int c = 0; c < v; c++) {
+                const char *py = yq_[c] + pf[2];
+                for (int64_t b = 0; b < no * es; b += 64)
+                    __builtin_prefetch(py + b);
+                __builtin_prefetch(py + no * es - 1);
+            }
         for (int64_t o0 = 0; o0 < no; o0 += v) {
             int64_t o = o0 + v <= no ? o0 : no - v;
             const char *rq[8];
@@ -1092,9 +1129,8 @@ runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
                 _Pragma("GCC unroll 8")
                 for (int c = 0; c < v; c++) {
                     __builtin_prefetch(rq[c] + pf[1]);
-                    __builtin_prefetch(orow[c] + o * es + pf[0], 1);
-                    if (nsrc == 2 && how != RUNS_BCAST)
-                        __builtin_prefetch(yq_[c] + yx[o + c] * es + pf[2]);
+                    if (nsrc == 2 && how == RUNS_TRANS)
+                        __builtin_prefetch(y + (yx[o + c] + q) * es + pf[2]);
                 }
             }
             __m256d r[8];
@@ -1604,12 +1640,20 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         pfd[s] = p->block[ld[nl - 1]] * p->stride[s][ld[nl - 1]];
     int t = p->tsrc, o = 3 - t, di = p->di;
     /* RUNS tiles of a large box prefetch the next tile's lines as they
-     * move this one's (in bytes; out, t, y). */
+     * move this one's (in bytes; out, t, y). Out's rows only when shorter
+     * than RUNS_BIG_OUT_RUN_BYTES: gm_queen's eager steps, scratch
+     * program, out's 72-byte rows (an outer product) 22.4 ms without,
+     * 15.8 with; its 648-byte rows (a multiply by a transpose of 43 M
+     * elements) 44-50 without, 48-53 with. */
     int rpf = runs && nl && p->elems * es >= GENERIC_PF_MIN_BYTES;
     int64_t rpfd[3] = {0, 0, 0};
     if (rpf) {
         int d = ld[nl - 1];
-        rpfd[0] = p->block[d] * p->stride[0][d] * es;
+        int64_t orow = 1;
+        for (int q = 0; q < p->norun; q++)
+            orow *= p->block[p->orun[q]];
+        if (orow * es < RUNS_BIG_OUT_RUN_BYTES)
+            rpfd[0] = p->block[d] * p->stride[0][d] * es;
         rpfd[1] = p->block[d] * p->stride[t][d] * es;
         rpfd[2] = p->block[d] * p->stride[3 - t][d] * es;
     }

@@ -746,7 +746,7 @@ static void test_generic_big(eb_team *team)
             EB_CHECK(p.mode == EB_PERM_RUNS && p.loop_src == 1 &&
                          p.norun == 2 && p.nrun == 2,
                      "a big copy of short dims runs in RUNS tiles of x0's "
-                     "27 x out's 3 x 11, in x0's order (mode %d loop_src "
+                     "27 x out's 3 x 22, in x0's order (mode %d loop_src "
                      "%d runs %d and %d dims)", p.mode, p.loop_src, p.nrun,
                      p.norun);
         eb_dtype saved = cur_dt;
@@ -754,6 +754,53 @@ static void test_generic_big(eb_team *team)
         EB_CHECK(run_case(8, shape, nat, s0, NULL, n, 0, team, 0),
                  "a GENERIC copy of %lld elements (%d threads) is right",
                  (long long)n, eb_team_size(team));
+        cur_dt = saved;
+    }
+}
+
+/* RUNS tiles far larger than the last-level cache write out's rows in
+ * runs of at least 512 bytes (whole lines but for the ends; 256 bytes,
+ * 27 doubles of 3 x 3 x 3, left each line's rest to the next tile along):
+ * 14 dims of 3 (38 MiB an array), the source's dims in reverse, as a copy
+ * and as a multiply of out's order by it; the same layouts in 12 dims (4
+ * MiB) keep runs under 512 bytes. Bit for bit, one and two threads. */
+static void test_runs_big(eb_team *team)
+{
+    for (int c = 0; c < 3; c++) {
+        int r = c == 2 ? 12 : 14, nat[14], rev[14];
+        int64_t shape[14], so[EB_MAX_RANK], s1[EB_MAX_RANK];
+        for (int d = 0; d < r; d++) {
+            shape[d] = 3;
+            nat[d] = d;
+            rev[d] = r - 1 - d;
+        }
+        int64_t n = strides_in_order(r, shape, nat, 1, so);
+        strides_in_order(r, shape, rev, 1, s1);
+        int mul = c == 1;
+        eb_perm p;
+        eb_perm_plan_dt(&p, EB_F64, r, shape, so, mul ? so : s1,
+                        mul ? s1 : NULL);
+        if (c < 2)
+            EB_CHECK(p.mode == EB_PERM_RUNS && p.tsrc == 1 + mul &&
+                         out_run_bytes(&p) >= 512,
+                     "a big RUNS %s writes out in runs of 512 bytes or "
+                     "more (mode %d tsrc %d run %lld bytes)",
+                     mul ? "multiply" : "copy", p.mode, p.tsrc,
+                     (long long)out_run_bytes(&p));
+        else
+            EB_CHECK(p.mode == EB_PERM_RUNS && out_run_bytes(&p) < 512,
+                     "a RUNS copy that fits the cache writes out in runs "
+                     "under 512 bytes (mode %d run %lld bytes)", p.mode,
+                     (long long)out_run_bytes(&p));
+        if (c == 2 || (!mul && team))
+            continue;
+        eb_dtype saved = cur_dt;
+        cur_dt = EB_F64;
+        EB_CHECK(run_case(r, shape, nat, mul ? so : s1, mul ? s1 : NULL, n,
+                          mul ? n : 0, team, 0),
+                 "a big RUNS %s of %lld elements (%d threads) is right",
+                 mul ? "multiply" : "copy", (long long)n,
+                 eb_team_size(team));
         cur_dt = saved;
     }
 }
@@ -861,6 +908,8 @@ int main(void)
     test_generic_table();
     test_generic_big(NULL);
     test_generic_big(two);
+    test_runs_big(NULL);
+    test_runs_big(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
         cur_dt = (eb_dtype)t;
         for (int r = 1; r <= 8; r++) {
