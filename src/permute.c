@@ -529,6 +529,47 @@ static int tile4_other_ok(const eb_perm *p, int o, int di, int dout)
     return so == 0 || so == 1 || p->stride[o][di] == 1;
 }
 
+/* XROW: out's innermost dim (R elements, too short for ROW) and the next
+ * one (n) are rows of out; source e (tsrc) is constant along the first
+ * and contiguous along the second (an outer product's operand broadcast
+ * over the other's short free dims), the other source, if any, laid out
+ * as out. Each element of e is expanded over R in registers. The vector
+ * kernels move 8-byte elements (float64 multiplies, 8-byte copies);
+ * other kinds keep their plans. */
+static int try_xrow(eb_perm *p)
+{
+    int r = p->rank, dout = r - 1, di = r - 2;
+    if (r < 2 || p->es != 8 || (p->nsrc == 2 && p->dt != EB_F64))
+        return 0;
+    int64_t R = p->shape[dout], n = p->shape[di];
+    if (R < 2 || R >= elems_of(p, GENERIC_RUN_BYTES / 2) || n < 4 ||
+        p->stride[0][dout] != 1 || p->stride[0][di] != R)
+        return 0;
+    int e = 0;
+    for (int s = 1; s <= p->nsrc; s++)
+        if (p->stride[s][dout] == 0 && p->stride[s][di] == 1)
+            e = s;
+    if (!e)
+        return 0;
+    if (p->nsrc == 2 &&
+        (p->stride[3 - e][dout] != 1 || p->stride[3 - e][di] != R))
+        return 0;
+    p->mode = EB_PERM_XROW;
+    p->tsrc = e;
+    p->block[dout] = R;
+    int64_t rb = elems_of(p, ROW_BLOCK_BYTES) / R / 4 * 4;
+    p->block[di] = n <= 2 * rb ? n : rb;
+    return 1;
+}
+
+/* Can an XROW plan's rows be written with aligned non-temporal stores:
+ * R of 2 or 3 (groups of 4 elements of e make whole vectors of out) or a
+ * multiple of 4 (no overlapping stores)? */
+static int xrow_streams(int64_t R)
+{
+    return R == 2 || R == 3 || R % 4 == 0;
+}
+
 static void choose_mode(eb_perm *p)
 {
     int r = p->rank, dout = r - 1;
@@ -550,6 +591,8 @@ static void choose_mode(eb_perm *p)
                 row_reps(p, s);
         return;
     }
+    if (try_xrow(p))
+        return;
     int64_t tmin = elems_of(p, TILE4_MIN_BYTES),
             side = elems_of(p, TILE_SIDE_BYTES);
     for (int t = 1; t <= p->nsrc; t++) {
@@ -634,6 +677,10 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     p->split = choose_split(p);
     p->stream = perm_big(p) && ((p->mode == EB_PERM_ROW &&
                          p->shape[p->rank - 1] >=
+                             elems_of(p, STREAM_MIN_ROW_BYTES)) ||
+                        (p->mode == EB_PERM_XROW &&
+                         xrow_streams(p->shape[p->rank - 1]) &&
+                         p->shape[p->rank - 1] * p->shape[p->rank - 2] >=
                              elems_of(p, STREAM_MIN_ROW_BYTES)) ||
                         (p->mode == EB_PERM_GENERIC && p->nsrc == 1 &&
                          out_run(p) * p->es >= GENERIC_STREAM_RUN_BYTES));
@@ -1211,6 +1258,107 @@ runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rt,
     }
 }
 
+/* Element i of an XROW row, scalar: out[i R + f] = e[i] (times c[i R + f]). */
+__attribute__((always_inline)) static inline void
+xrow_one(int64_t i, int64_t R, const double *e, const double *c, double *o,
+         const int k)
+{
+    for (int64_t f = 0; f < R; f++)
+        elem(k, (char *)(o + i * R + f), (const char *)(e + i),
+             KIND_NSRC(k) == 2 ? (const char *)(c + i * R + f) : NULL);
+}
+
+/* One product or copy of a vector of out: b (e's elements expanded) times
+ * c's vector at o's place. */
+#define XROW_PUT(ptr, b, cptr)                                              \
+    do {                                                                    \
+        __m256d xv_ = KIND_NSRC(k) == 2                                     \
+                          ? _mm256_mul_pd((b), _mm256_loadu_pd(cptr))       \
+                          : (b);                                            \
+        if (nt)                                                             \
+            _mm256_stream_pd((ptr), xv_);                                   \
+        else                                                                \
+            _mm256_storeu_pd((ptr), xv_);                                   \
+    } while (0)
+
+/* Elements [i, n) of an XROW row of R: groups of 4 elements of e make R
+ * vectors of out for R of 2, 3 and 4 (one load, R in-register
+ * permutes); longer R broadcast each element of e over R / 4 vectors and
+ * one more overlapping the last (its elements written twice, the same
+ * values). */
+__attribute__((target("avx2"), always_inline)) static inline void
+xrow_loop(int64_t i, int64_t n, int64_t R, const double *e, const double *c,
+          double *o, const int nt, const int k)
+{
+    if (R == 2) {
+        for (; i + 4 <= n; i += 4) {
+            __m256d a = _mm256_loadu_pd(e + i);
+            XROW_PUT(o + 2 * i, _mm256_permute4x64_pd(a, 0x50), c + 2 * i);
+            XROW_PUT(o + 2 * i + 4, _mm256_permute4x64_pd(a, 0xFA),
+                     c + 2 * i + 4);
+        }
+    } else if (R == 3) {
+        for (; i + 4 <= n; i += 4) {
+            __m256d a = _mm256_loadu_pd(e + i);
+            XROW_PUT(o + 3 * i, _mm256_permute4x64_pd(a, 0x40), c + 3 * i);
+            XROW_PUT(o + 3 * i + 4, _mm256_permute4x64_pd(a, 0xA5),
+                     c + 3 * i + 4);
+            XROW_PUT(o + 3 * i + 8, _mm256_permute4x64_pd(a, 0xFE),
+                     c + 3 * i + 8);
+        }
+    } else if (R == 4) {
+        for (; i + 4 <= n; i += 4) {
+            __m256d a = _mm256_loadu_pd(e + i);
+            XROW_PUT(o + 4 * i, _mm256_permute4x64_pd(a, 0x00), c + 4 * i);
+            XROW_PUT(o + 4 * i + 4, _mm256_permute4x64_pd(a, 0x55),
+                     c + 4 * i + 4);
+            XROW_PUT(o + 4 * i + 8, _mm256_permute4x64_pd(a, 0xAA),
+                     c + 4 * i + 8);
+            XROW_PUT(o + 4 * i + 12, _mm256_permute4x64_pd(a, 0xFF),
+                     c + 4 * i + 12);
+        }
+    } else {
+        for (; i < n; i++) {
+            __m256d b = _mm256_broadcast_sd(e + i);
+            double *w = o + i * R;
+            const double *u = c + i * R;
+            int64_t f = 0;
+            for (; f + 4 <= R; f += 4)
+                XROW_PUT(w + f, b, u + f);
+            if (f < R)
+                XROW_PUT(w + R - 4, b, u + R - 4);
+        }
+    }
+    for (; i < n; i++)
+        xrow_one(i, R, e, c, o, k);
+}
+
+/* An XROW row: n elements of e, each over R elements of out (c: the other
+ * source, laid out as out, or unused in a copy). With nt, whole elements
+ * go scalar until out is 32-byte aligned (none can when R is 2 and out
+ * is not 16-byte aligned: then no streaming), and the rest is streamed;
+ * R that xrow_streams refuses is never streamed. */
+__attribute__((target("avx2"), always_inline)) static inline void
+xrow_body(int64_t n, int64_t R, const char *xe, const char *xc, char *out,
+          const int nt, const int k)
+{
+    const double *e = (const double *)xe, *c = (const double *)xc;
+    double *o = (double *)out;
+    int64_t i = 0;
+    if (nt && xrow_streams(R)) {
+        for (int t = 0; t < 4 && i < n && ((uintptr_t)(o + i * R) & 31);
+             t++, i++)
+            xrow_one(i, R, e, c, o, k);
+        if (!((uintptr_t)(o + i * R) & 31)) {
+            xrow_loop(i, n, R, e, c, o, 1, k);
+            _mm_sfence();
+            return;
+        }
+    }
+    xrow_loop(i, n, R, e, c, o, 0, k);
+}
+#undef XROW_PUT
+
 /* The vector kernels of each kind, called through tables by kind. */
 typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
                     int64_t s1, char *out);
@@ -1380,6 +1528,31 @@ typedef void vtable_fn(int n, int orun, const int32_t *t, const char *x0,
 EB_VTABLE_KERNEL(K_CP8)
 EB_VTABLE_KERNEL(K_MF64)
 #undef EB_VTABLE_KERNEL
+
+typedef void xrow_fn(int64_t n, int64_t R, const char *xe, const char *xc,
+                     char *out);
+#define EB_XROW_KERNELS(K)                                                  \
+    __attribute__((target("avx2"))) static void eb_kern_perm_xrow_avx2_##K( \
+        int64_t n, int64_t R, const char *xe, const char *xc, char *out)    \
+    {                                                                       \
+        xrow_body(n, R, xe, xc, out, 0, K);                                 \
+    }                                                                       \
+    __attribute__((target("avx2"))) static void                             \
+        eb_kern_perm_xrow_stream_avx2_##K(int64_t n, int64_t R,             \
+                                          const char *xe, const char *xc,   \
+                                          char *out)                        \
+    {                                                                       \
+        xrow_body(n, R, xe, xc, out, 1, K);                                 \
+    }
+EB_XROW_KERNELS(K_CP8)
+EB_XROW_KERNELS(K_MF64)
+#undef EB_XROW_KERNELS
+/* The float64 multiply and 8-byte copies (try_xrow plans no others). */
+static xrow_fn *const xrow_fns[2][K_COUNT] = {
+    {NULL, eb_kern_perm_xrow_avx2_K_CP8, NULL, NULL,
+     eb_kern_perm_xrow_avx2_K_MF64},
+    {NULL, eb_kern_perm_xrow_stream_avx2_K_CP8, NULL, NULL,
+     eb_kern_perm_xrow_stream_avx2_K_MF64}};
 
 #define EB_BY_KIND(pre)                                                     \
     {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
@@ -1626,6 +1799,8 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
               (p->stride[1][last] == 0 || p->stride[1][last] == 1) &&
               (p->stride[2][last] == 0 || p->stride[2][last] == 1);
     int tile4 = avx2 && p->mode == EB_PERM_TILE4;
+    xrow_fn *xr = avx2 && p->mode == EB_PERM_XROW ? xrow_fns[p->stream][k]
+                                                  : NULL;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
     int64_t oq[RUN_MAX], yq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
     int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1;
@@ -1673,7 +1848,11 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                 row_fns[p->stream][k](ext[last], a + ro[1][e] * es,
                                       p->stride[1][last], b + ro[2][e] * es,
                                       p->stride[2][last], w + ro[0][e] * es);
-        else if (runs) {
+        else if (xr) {
+            int e = p->tsrc;
+            xr(ext[last - 1], p->shape[last], e == 1 ? a : b, e == 1 ? b : a,
+               w);
+        } else if (runs) {
             /* Only each run's last dim has edges. */
             if (ext[lr] != qext) {
                 nq = run_offsets(p, p->run, p->nrun, ext, 0, 3 - t, oq, yq);

@@ -30,6 +30,12 @@
  *          2 x 8 need not be one dim on either side); a second source is
  *          read along out's run, broadcast, or transposed as t is, by how
  *          its strides run over the tile (none of these: GENERIC);
+ *   XROW:  out's innermost dim is short (2 to 15 elements) and a source
+ *          e is constant along it and contiguous along the next dim (an
+ *          outer product's operand, broadcast over the other's short
+ *          free dims), the other source, if any, contiguous with out:
+ *          rows of out along both dims, e's elements each expanded in
+ *          registers over the short dim;
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
  *          spanning each array's innermost dims until each has >= 256
  *          bytes, walked by scalar loops.
@@ -57,7 +63,8 @@ typedef enum {
     EB_PERM_ROW,
     EB_PERM_TILE4,
     EB_PERM_GENERIC,
-    EB_PERM_RUNS
+    EB_PERM_RUNS,
+    EB_PERM_XROW
 } eb_perm_mode;
 
 /* How a RUNS plan's second source is loaded: along out's run as out is,
@@ -74,7 +81,8 @@ typedef struct {
     int nsrc;                       /* 1 or 2 */
     eb_perm_mode mode;
     int tsrc;                       /* TILE4, RUNS: the source read
-                                     * transposed */
+                                     * transposed; XROW: the expanded
+                                     * one */
     int di;                         /* TILE4: that source's unit dim */
     int split;                      /* dim the team splits (-1: none) */
     int loop_src;                   /* GENERIC, RUNS: the array whose

@@ -1277,6 +1277,44 @@ static void test_short_rows(void)
 }
 
 /*
+ * An outer product whose second operand lies in another order and lacks
+ * one of the first's labels (gm_queen eager's two 14 M-element operands
+ * into 43 M, 16 dims of 3): eager permutes that operand alone into the
+ * output's order (at most half the output) and runs XROW rows, the first
+ * operand's elements expanded over the short free label (contract.c,
+ * plan_engine), where the output holds 64 KiB or more. Free labels of 2,
+ * 3, 5 and 9; both modes against the naive reference.
+ */
+static void test_outer_xrow(void)
+{
+    static const struct {
+        const char *sizes;
+        int xrow;
+    } c[] = {
+        {"a=5,b=4,c=7,d=3,e=43,f=3", 1},
+        {"a=3,b=5,c=2,d=4,e=67,f=2", 1},
+        {"a=2,b=3,c=5,d=2,e=29,f=5", 1},
+        {"a=4,b=2,c=3,d=3,e=15,f=9", 1},
+        /* an output under 64 KiB keeps its plan */
+        {"a=2,b=2,c=2,d=2,e=40,f=3", 0},
+    };
+    const char *fs = "abcde,ecfab->abcdef";
+    for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        eb_step_desc d;
+        if (!eager_first_step(fs, c[q].sizes, &d))
+            continue;
+        const eb_plan *p = &d.plan;
+        int ok = c[q].xrow ? p->ew.mode == EB_PERM_XROW && p->prep[1]
+                           : p->ew.mode != EB_PERM_XROW && !p->prep[1];
+        EB_CHECK(eb_kind_engine(p->kind) && !p->prep[0] && ok,
+                 "%s (%s) eager: %s, mode %d, prep %d %d", fs, c[q].sizes,
+                 eb_kind_name(p->kind), (int)p->ew.mode, p->prep[0],
+                 p->prep[1]);
+        modes_match_naive(fs, c[q].sizes, 91 + q);
+    }
+}
+
+/*
  * Trace's layout search (trace.c, improve_layouts and atom_orders): a
  * batched product whose consumer reads its output as a matrix with the
  * producer's n group split around its m group (lm's batched 16^3 steps
@@ -1346,6 +1384,7 @@ int main(void)
     test_layout_search();
     test_broadcast_chain();
     test_short_rows();
+    test_outer_xrow();
     test_mid_skinny_post();
     test_kmajor_prep();
     test_cases();
@@ -1361,6 +1400,7 @@ int main(void)
             test_layout_search();
             test_broadcast_chain();
             test_short_rows();
+            test_outer_xrow();
             test_mid_skinny_post();
             test_kmajor_prep();
             eb_team_destroy(tu_team);

@@ -120,7 +120,7 @@ static int run_case(int r, const int64_t *shape, const int *oord,
     eb_perm_plan_dt(&p, dt, r, shape, so, s0, s1);
     p.scalar = scalar & 1;
     if (scalar & 2) /* non-temporal stores on arrays too small for them */
-        p.stream = p.mode == EB_PERM_ROW ||
+        p.stream = p.mode == EB_PERM_ROW || p.mode == EB_PERM_XROW ||
                    (p.mode == EB_PERM_GENERIC && p.nsrc == 1);
     eb_perm_exec(&p, x0, x1, out, team);
     int ok = memcmp(out, ref, (size_t)n * es + 1) == 0;
@@ -805,6 +805,50 @@ static void test_runs_big(eb_team *team)
     }
 }
 
+/* XROW rows: out's innermost dim R (2 to 15) along which a source e is
+ * constant and contiguous along the next dim n, the other source laid
+ * out as out (an outer product's operands), or e alone (a broadcast
+ * copy); e as x0 and as x1, n with 0 to 3 left over from groups of 4,
+ * an outer dim, streamed (forced) and not, vector and scalar kernels.
+ * float64 multiplies and 8-byte copies plan XROW; every result bit for
+ * bit. */
+static void test_xrow(eb_team *team)
+{
+    static const int64_t Rs[] = {2, 3, 4, 5, 7, 8, 9, 15};
+    static const int64_t ns[] = {4, 13, 30, 403};
+    int good = 0, cases = 0;
+    size_t es = eb_dtype_size(cur_dt);
+    for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int form = 0; form < 3; form++) {
+                /* form 0: e = x0 times x1; 1: x0 times e = x1; 2: copy */
+                int64_t R = Rs[ri], n = ns[ni];
+                int64_t shape[3] = {3, n, R}, so[3] = {n * R, R, 1},
+                        se[3] = {n, 1, 0}, sc[3] = {0, R, 1};
+                int nat[3] = {0, 1, 2};
+                const int64_t *s0 = form == 1 ? sc : se,
+                              *s1 = form == 2 ? NULL : form == 1 ? se : sc;
+                int64_t n0 = form == 1 ? n * R : 3 * n, n1 = form ? 3 * n
+                                                                : n * R;
+                if (form == 2)
+                    n1 = 0;
+                eb_perm p;
+                eb_perm_plan_dt(&p, cur_dt, 3, shape, so, s0, s1);
+                int want = es == 8 && (form == 2 || cur_dt == EB_F64) &&
+                           R < (int64_t)(128 / es);
+                cases++;
+                good += (p.mode == EB_PERM_XROW) == want &&
+                        (!want || p.tsrc == (form == 1 ? 2 : 1));
+                for (int scalar = 0; scalar <= 3; scalar++) {
+                    cases++;
+                    good += run_case(3, shape, nat, s0, s1, n0, n1, team,
+                                     scalar);
+                }
+            }
+    EB_CHECK(good == cases, "%s XROW rows (%d threads): %d of %d right",
+             eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -950,6 +994,8 @@ int main(void)
         test_generic_short_runs(two);
         test_generic_edges(NULL);
         test_generic_edges(two);
+        test_xrow(NULL);
+        test_xrow(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
