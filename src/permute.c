@@ -1362,6 +1362,9 @@ xrow_body(int64_t n, int64_t R, const char *xe, const char *xc, char *out,
 /* The vector kernels of each kind, called through tables by kind. */
 typedef void row_fn(int64_t n, const char *x0, int64_t s0, const char *x1,
                     int64_t s1, char *out);
+typedef void rows_fn(int64_t nrep, const int64_t *ro, const int64_t *r0,
+                     const int64_t *r1, int64_t n, const char *x0, int64_t s0,
+                     const char *x1, int64_t s1, char *out);
 typedef void tile_fn(int64_t ni, int64_t no, const char *xt, int64_t st,
                      const char *xo, int64_t xi, int64_t xs, char *out,
                      int64_t oi);
@@ -1384,6 +1387,16 @@ typedef void runs_fn(int64_t nrep, const int64_t *ro, const int64_t *rt,
                                          int64_t s1, char *out)             \
     {                                                                       \
         row_body(n, x0, s0, x1, s1, out, 1, K);                             \
+    }                                                                       \
+    __attribute__((target("avx2"))) static void eb_kern_perm_rows_avx2_##K( \
+        int64_t nrep, const int64_t *ro, const int64_t *r0,                 \
+        const int64_t *r1, int64_t n, const char *x0, int64_t s0,           \
+        const char *x1, int64_t s1, char *out)                              \
+    {                                                                       \
+        const int64_t es = KIND_ES(K);                                      \
+        for (int64_t e = 0; e < nrep; e++)                                  \
+            row_body(n, x0 + r0[e] * es, s0, x1 + r1[e] * es, s1,           \
+                     out + ro[e] * es, 0, K);                               \
     }                                                                       \
     __attribute__((target("avx2"))) static void eb_kern_perm_tile4_avx2_##K( \
         int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo, \
@@ -1561,6 +1574,7 @@ static row_fn *const row_fns[2][K_COUNT] = {
     EB_BY_KIND(eb_kern_perm_row_avx2_),
     EB_BY_KIND(eb_kern_perm_row_stream_avx2_)};
 static tile_fn *const tile_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_tile4_avx2_);
+static rows_fn *const rows_fns[K_COUNT] = EB_BY_KIND(eb_kern_perm_rows_avx2_);
 /* The float64 multiply and 8-byte copies (NULL: the scalar table). */
 static vtable_fn *const vtable_fns[K_COUNT] = {
     NULL, eb_kern_perm_vtable_avx2_K_CP8, NULL, NULL,
@@ -1843,6 +1857,9 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         else if (ntab && full)
             perm_table(ntab, table, a, b, w, k, pf ? pfd : NULL,
                        p->stream);
+        else if (row && !p->stream && nrep > 1)
+            rows_fns[k](nrep, ro[0], ro[1], ro[2], ext[last], a,
+                        p->stride[1][last], b, p->stride[2][last], w);
         else if (row)
             for (int64_t e = 0; e < nrep; e++)
                 row_fns[p->stream][k](ext[last], a + ro[1][e] * es,
