@@ -116,8 +116,8 @@ void eb_kern_vec_pack(int64_t i0, int64_t i1, int64_t nj, const double *src,
  * chunks of 8 elements of w whose sums over all of K stay in registers
  * (four columns j at a time), the small operand's rows k (at sk[k], w
  * at stride ssw) copied into runs first (all of w where that fits
- * EB_VEC_GEMV_SPAN doubles, else blocks of EB_VEC_GEMV_W). C(w, j) is at cj[j] + w
- * scw; c, s and g point at the first w. scratch: at least
+ * EB_VEC_GEMV_SPAN doubles, else blocks of EB_VEC_GEMV_W). C(w, j) is at
+ * cj[j] + w scw; c, s and g point at the first w. scratch: at least
  * eb_kern_vec_gemv_scratch(wb, K) doubles. Taken from EB_VEC_GEMV_MIN_W
  * elements of w.
  */

@@ -1113,6 +1113,23 @@ tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
                  xo + i * xi + o * xs);
 }
 
+/* Prefetch each line of the `bytes` at p, and the line of the last one
+ * (for a write when `write`). */
+__attribute__((always_inline)) static inline void
+prefetch_run(const char *p, int64_t bytes, const int write)
+{
+    for (int64_t b = 0; b < bytes; b += 64) {
+        if (write)
+            __builtin_prefetch(p + b, 1);
+        else
+            __builtin_prefetch(p + b);
+    }
+    if (write)
+        __builtin_prefetch(p + bytes - 1, 1);
+    else
+        __builtin_prefetch(p + bytes - 1);
+}
+
 /* A RUNS tile of nq x no elements of kind k: t's run (nq elements
  * contiguous in t; their places in out oq[], in y yq[]) times out's run
  * (no elements contiguous in out; their places in t tx[], in y yx[]),
@@ -1153,19 +1170,11 @@ runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
          * of whole lines wait in the store buffer, and the prefetches
          * cost more than they saved). */
         if (pf && pf[0])
-            for (int c = 0; c < v; c++) {
-                char *po = orow[c] + pf[0];
-                for (int64_t b = 0; b < no * es; b += 64)
-                    __builtin_prefetch(po + b, 1);
-                __builtin_prefetch(po + no * es - 1, 1);
-            }
+            for (int c = 0; c < v; c++)
+                prefetch_run(orow[c] + pf[0], no * es, 1);
         if (pf && nsrc == 2 && how == RUNS_DIRECT)
-            for (int c = 0; c < v; c++) {
-                const char *py = yq_[c] + pf[2];
-                for (int64_t b = 0; b < no * es; b += 64)
-                    __builtin_prefetch(py + b);
-                __builtin_prefetch(py + no * es - 1);
-            }
+            for (int c = 0; c < v; c++)
+                prefetch_run(yq_[c] + pf[2], no * es, 0);
         for (int64_t o0 = 0; o0 < no; o0 += v) {
             int64_t o = o0 + v <= no ? o0 : no - v;
             const char *rq[8];
