@@ -1288,7 +1288,7 @@ static void plan_chunked(const eb_view *a, const eb_view *b, const int *keep,
     p->cp_nout = 0;
     for (int g = 0; g < 2; g++) {
         const group *o = g ? &ko : &fo;
-        for (int q = 0; q < o->n; q++) {
+        for (int q = o->n - 1; q >= 0; q--) {
             int l = o->id[q], d = p->cp_nout++;
             p->cp_shape[d] = label_size[l];
             p->cp_stride[0][d] = stride_of(Y, l);

@@ -351,6 +351,12 @@ static const case_t cases[] = {
     {"zpPabc,aNzbQcR->zpNQRP", "z=4,p=2,P=3,a=4,b=4,c=4,N=64,Q=8,R=8",
      EB_KIND_SMALL_GEMM, 1},
     {"pab,NaQbR->QNRp", "p=3,N=64,a=4,Q=8,b=4,R=8", EB_KIND_SMALL_GEMM, 1},
+    /* Chunks moved in groups of R elements (contiguous in B and in the
+     * chunk's scratch: cp_scatter's copies of 2, 3, 4 and 5). */
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=32,b=4,R=2", EB_KIND_SMALL_GEMM, 0},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=22,b=4,R=3", EB_KIND_SMALL_GEMM, 0},
+    {"pab,NaQbR->NQRp", "p=2,N=1025,a=4,Q=16,b=4,R=4", EB_KIND_SMALL_GEMM, 0},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=13,b=4,R=5", EB_KIND_SMALL_GEMM, 0},
 };
 
 /* The cases above that eager runs with a blocked preparation (eb_plan.bp;
@@ -371,6 +377,10 @@ static const char *const chunked[][2] = {
     {"NzaQbR,zbap->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
     {"NzaQbR,zapb->zNQRp", "z=3,p=3,N=315,a=4,Q=9,b=5,R=7"},
     {"NzaQbRR,zabp->zNQRp", "z=3,p=3,N=683,a=4,Q=16,b=4,R=2"},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=32,b=4,R=2"},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=22,b=4,R=3"},
+    {"pab,NaQbR->NQRp", "p=2,N=1025,a=4,Q=16,b=4,R=4"},
+    {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=13,b=4,R=5"},
 };
 
 static int listed(const case_t *c, const char *const (*list)[2], size_t n)
