@@ -314,8 +314,12 @@ batch512(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
     int nv = N < 8 ? 1 : (int)((N + 7) / 8), mrow = block_rows(nv);
     int64_t tail = N < 8 ? 0 : N - 8;
     __mmask8 mask = (__mmask8)((1u << (N < 8 ? N : 8)) - 1);
+    int pf = eb_gemm_batch_pf(W, M, N, total, sam);
     for (int64_t w = 0; w < W; w++) {
         const double *aw = a + w * saw, *bw = b + w * sbw;
+        if (pf && w + 1 < W)
+            eb_gemm_prefetch_a(aw + saw, M, total, tab ? 0 : k->sak,
+                               tab ? aoff : NULL);
         double *cw = c + w * scw;
         int64_t sb = k->sbk;
         const int64_t *bo = boff;

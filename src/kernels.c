@@ -455,8 +455,12 @@ batch_avx2(int64_t W, int64_t M, int64_t N, int64_t total, const double *a,
            int64_t scw, double *bt, const int64_t *aoff, const int64_t *boff,
            const int64_t *poff, const int tab)
 {
+    int pf = eb_gemm_batch_pf(W, M, N, total, sam);
     for (int64_t w = 0; w < W; w++) {
         const double *bw = b + w * sbw;
+        if (pf && w + 1 < W)
+            eb_gemm_prefetch_a(a + (w + 1) * saw, M, total, tab ? 0 : k->sak,
+                               tab ? aoff : NULL);
         int64_t sb = k->sbk;
         const int64_t *bo = boff;
         if (sbn != 1) {

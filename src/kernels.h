@@ -52,6 +52,34 @@ void eb_gemm_batch_tables(int64_t K, const eb_gemm_k *k, int64_t n,
 void eb_gemm_pack_b(int64_t kc, int64_t n, const double *b, int64_t sbk,
                     const int64_t *boff, int64_t sbn, double *bt);
 
+/* The batch kernels prefetch the next element's rows of A (M contiguous
+ * elements at each of total contracted offsets: aoff[q], or q sak where
+ * aoff is NULL) where C's rows are at least EB_BATCH_PF_MIN_N long (a
+ * prefetch per line of A's rows is then at most one per 16 multiply-adds
+ * of a row, lm's thousands of 4 x 4 x 4 products go without) and a block
+ * is at most EB_BATCH_PF_MAX elements: gm_queen's eager step of 59049 x
+ * (81 x 27 x 9), A read in place (43 M elements in three streams of its
+ * rows), waited on the broadcasts of A: 81-87 -> 68 ms. */
+enum { EB_BATCH_PF_MIN_N = 16, EB_BATCH_PF_MAX = 4096 };
+static inline int eb_gemm_batch_pf(int64_t W, int64_t M, int64_t N,
+                                   int64_t total, int64_t sam)
+{
+    return W > 1 && sam == 1 && N >= EB_BATCH_PF_MIN_N &&
+           M * total <= EB_BATCH_PF_MAX;
+}
+static inline void eb_gemm_prefetch_a(const double *a, int64_t M,
+                                      int64_t total, int64_t sak,
+                                      const int64_t *aoff)
+{
+    for (int64_t q = 0; q < total; q++) {
+        const double *r = a + (aoff ? aoff[q] : q * sak);
+        uintptr_t l0 = (uintptr_t)r & ~(uintptr_t)63,
+                  l1 = (uintptr_t)(r + M - 1);
+        for (uintptr_t l = l0; l <= l1; l += 64)
+            __builtin_prefetch((const void *)l);
+    }
+}
+
 /* W calls of eb_kern_small_gemm, element w's operands and output at
  * a + w saw, b + w sbw, c + w scw (a batch dim): the same results, with
  * the kernel's set-up once for all W where the elements are tiny GEMMs
