@@ -45,4 +45,16 @@ void eb_kern_gemm_batch_avx512(int64_t W, int64_t M, int64_t N, int64_t K,
                                const eb_gemm_k *k, double *c, int64_t scm,
                                int64_t scw);
 
+/* C = A B for at most EB_FEW_K512_ROWS rows of C, a B with contiguous
+ * columns (sbn = 1) and K1 K <= EB_FEW_K_MAX (kernels.h), C stored either
+ * way (scm, scn): every row of B read once per 16 columns, all of K
+ * summed in registers. Arguments as eb_kern_small_gemm's; each element
+ * of C the same chain of multiply-adds as in the row kernels. Only where
+ * eb_gemm512_usable(). */
+enum { EB_FEW_K512_ROWS = 12 };
+void eb_kern_gemm_few_k_avx512(int64_t M, int64_t N, int64_t K,
+                               const double *a, int64_t sam, const double *b,
+                               const eb_gemm_k *k, double *c, int64_t scm,
+                               int64_t scn);
+
 #endif

@@ -1062,6 +1062,16 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                      int64_t sam, const double *b, int64_t sbn,
                      const eb_gemm_k *k, double *c, int64_t scm, int64_t scn)
 {
+    if (sbn == 1 && M > FEW_ROWS_MAX && M <= EB_FEW_K512_ROWS &&
+        N >= FEW_ROWS_MIN_N && k->K1 * K * N >= FEW_ROWS_MIN_B &&
+        k->K1 * K <= FEW_K_MAX && eb_gemm512_usable()) {
+        /* The few-K kernel's 2 M accumulators fit AVX-512's registers
+         * for up to 12 rows (gm_queen's eager 243 x (9 x 19683 x 27),
+         * B from memory, scratch program: 62-65 ms in the row kernel,
+         * 40-44 so). */
+        eb_kern_gemm_few_k_avx512(M, N, K, a, sam, b, k, c, scm, scn);
+        return;
+    }
     if (sbn == 1 && M <= FEW_ROWS_MAX && N >= FEW_ROWS_MIN_N &&
         k->K1 * K * N >= FEW_ROWS_MIN_B &&
         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {

@@ -109,6 +109,59 @@ static void check_shape(int64_t M, int64_t N, int64_t K1, int64_t K,
 }
 
 /*
+ * The few-K kernel (eb_kern_gemm_few_k_avx512): C = A B for M <= 12 rows,
+ * B contiguous along n (rows N + 5 apart, K as K1 runs of K with gaps),
+ * A row-major with gaps, C row-major (rows N + 2 apart) or strided both
+ * ways (columns 3 apart, rows 3 N + 1). Against fma() over the flattened
+ * k in order, bit for bit; nothing but C's elements written.
+ */
+static void check_few_k(int64_t M, int64_t N, int64_t K1, int64_t K,
+                        int strided_c, uint64_t *seed)
+{
+    eb_gemm_k k = {K1, K + 2, 1, (K + 1) * (N + 5), N + 5};
+    int64_t sam = K1 * k.sak1 + 3;
+    int64_t scn = strided_c ? 3 : 1, scm = strided_c ? 3 * N + 1 : N + 2;
+    int64_t na = M * sam, nb = K1 * k.sbk1, nc = (M + 1) * scm;
+    double *a = malloc(sizeof *a * (size_t)na);
+    double *b = malloc(sizeof *b * (size_t)nb);
+    double *c = malloc(sizeof *c * (size_t)nc);
+    if (!a || !b || !c) {
+        EB_CHECK(0, "out of memory");
+        free(a), free(b), free(c);
+        return;
+    }
+    fill_random(a, na, seed);
+    fill_random(b, nb, seed);
+    for (int64_t i = 0; i < nc; i++)
+        c[i] = 1e300;
+    eb_kern_gemm_few_k_avx512(M, N, K, a, sam, b, &k, c, scm, scn);
+    int64_t wrong = 0, touched = 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double ref = 0;
+            for (int64_t k1 = 0; k1 < K1; k1++)
+                for (int64_t x = 0; x < K; x++)
+                    ref = fma(a[m * sam + k1 * k.sak1 + x * k.sak],
+                              b[k1 * k.sbk1 + x * k.sbk + n], ref);
+            wrong += c[m * scm + n * scn] != ref;
+        }
+    for (int64_t i = 0; i < nc; i++) {
+        int64_t m = i / scm, n = i % scm;
+        int inside = m < M && n % scn == 0 && n / scn < N;
+        touched += !inside && c[i] != 1e300;
+    }
+    EB_CHECK(wrong == 0 && touched == 0,
+             "few-K %lld x %lld x (%lld x %lld) (C %s): %lld elements differ "
+             "from the multiply-add chain, %lld outside C written",
+             (long long)M, (long long)N, (long long)K1, (long long)K,
+             strided_c ? "strided" : "row-major", (long long)wrong,
+             (long long)touched);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/*
  * eb_kern_small_gemm_batch against W calls of eb_kern_small_gemm, equal
  * bit for bit, and the naive sum within rounding: C row-major (layout 0),
  * column-major (1) or strided both ways (2); A and B either way; the
@@ -445,10 +498,25 @@ int main(void)
     check_shape(30, 303, 1, 490, 0, 1, &seed);
     check_shape(100, 1000, 1, 40, 0, 0, &seed);
     check_shape(64, 200, 16, 4, 0, 0, &seed);
+    /* The few-K kernel: every row count up to 12, strips of 16 columns
+     * and a masked last one (1-15 left, either vector), rows of B
+     * prefetched (more than 128 columns left), K of 1 to 64 in one or
+     * several runs, C row-major or strided. */
+    static const int64_t FNs[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 100, 301};
+    static const int64_t FKs[][2] = {{1, 1}, {1, 2}, {1, 9}, {3, 9},
+                                     {1, 27}, {4, 16}, {1, 64}, {64, 1}};
+    int fv = 0;
+    for (int64_t M = 1; M <= EB_FEW_K512_ROWS; M++)
+        for (size_t i = 0; i < sizeof FNs / sizeof FNs[0]; i++, fv++)
+            check_few_k(M, FNs[i], FKs[fv % 8][0], FKs[fv % 8][1], fv % 3 == 2,
+                        &seed);
     /* Through eb_kern_small_gemm: row-major C, one-level K, B contiguous
-     * along n is this kernel's (the same chains). */
-    {
-        int64_t M = 21, N = 57, K = 130;
+     * along n is this kernel's, or the few-K kernel's for 7 to 12 rows, K
+     * up to 64 and K N >= 2^16 (the same chains either way). */
+    static const int64_t SG[][3] = {{21, 57, 130}, {9, 2187, 33},
+                                    {12, 4099, 16}, {7, 65536, 1}};
+    for (size_t g = 0; g < sizeof SG / sizeof SG[0]; g++) {
+        int64_t M = SG[g][0], N = SG[g][1], K = SG[g][2];
         double *a = malloc(sizeof *a * (size_t)(M * K));
         double *b = malloc(sizeof *b * (size_t)(K * N));
         double *c = malloc(sizeof *c * (size_t)(M * N));
@@ -467,8 +535,9 @@ int main(void)
                         ref = fma(a[m * K + x], b[x * N + n], ref);
                     wrong += c[m * N + n] != ref;
                 }
-            EB_CHECK(wrong == 0, "eb_kern_small_gemm 21 x 57 x 130: %lld "
-                     "elements differ", (long long)wrong);
+            EB_CHECK(wrong == 0, "eb_kern_small_gemm %lld x %lld x %lld: "
+                     "%lld elements differ", (long long)M, (long long)N,
+                     (long long)K, (long long)wrong);
         } else {
             EB_CHECK(0, "out of memory");
         }
