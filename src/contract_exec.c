@@ -890,6 +890,21 @@ static void cp_store(const eb_plan *p, const double *acc, const int64_t *om,
  * prefetcher alone does not get ahead of them. */
 enum { CP_PREFETCH = 1024, CP_STEP = 64 };
 
+/* Elements [i, i1) of a run yr of Y into blk in groups of lead (a
+ * constant where cp_scatter's short groups inline it), each group at its
+ * first element's place tr[]. */
+__attribute__((always_inline)) static inline void
+cp_groups(const double *yr, const int32_t *tr, double *blk, int64_t i,
+          int64_t i1, const int64_t lead)
+{
+    for (; i < i1; i += lead) {
+        double *d = blk + tr[i];
+        _Pragma("GCC unroll 4")
+        for (int64_t e = 0; e < lead; e++)
+            d[e] = yr[i + e];
+    }
+}
+
 /* Moves a chunk of Y (its runs at y + roff[r]) by its tables (cp_table)
  * into blk, in groups of lead elements contiguous in both (lead divides
  * the run), prefetching CP_PREFETCH elements ahead in the chunk's runs
@@ -936,35 +951,16 @@ static void cp_scatter(const eb_plan *p, const int32_t *tab,
                     blk[tr[i]] = yr[i];
                 break;
             case 2:
-                for (; i < i1; i += 2) {
-                    double *d = blk + tr[i];
-                    d[0] = yr[i];
-                    d[1] = yr[i + 1];
-                }
+                cp_groups(yr, tr, blk, i, i1, 2);
                 break;
             case 3:
-                for (; i < i1; i += 3) {
-                    double *d = blk + tr[i];
-                    d[0] = yr[i];
-                    d[1] = yr[i + 1];
-                    d[2] = yr[i + 2];
-                }
+                cp_groups(yr, tr, blk, i, i1, 3);
                 break;
             case 4:
-                for (; i < i1; i += 4) {
-                    double *d = blk + tr[i];
-                    d[0] = yr[i];
-                    d[1] = yr[i + 1];
-                    d[2] = yr[i + 2];
-                    d[3] = yr[i + 3];
-                }
+                cp_groups(yr, tr, blk, i, i1, 4);
                 break;
             default:
-                for (; i < i1; i += lead) {
-                    double *d = blk + tr[i];
-                    for (int64_t e = 0; e < lead; e++)
-                        d[e] = yr[i + e];
-                }
+                cp_groups(yr, tr, blk, i, i1, lead);
             }
         }
     }

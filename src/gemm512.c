@@ -444,12 +444,7 @@ eb_kern_gemm_few_k_avx512(int64_t M, int64_t N, int64_t K, const double *a,
     int64_t boff[EB_FEW_K_MAX];
     double ap[EB_FEW_K_MAX * EB_FEW_K512_ROWS];
     int64_t kt = k->K1 * K;
-    for (int64_t k1 = 0, t = 0; k1 < k->K1; k1++)
-        for (int64_t kk = 0; kk < K; kk++, t++) {
-            boff[t] = k1 * k->sbk1 + kk * k->sbk;
-            for (int64_t r = 0; r < M; r++)
-                ap[t * M + r] = a[r * sam + k1 * k->sak1 + kk * k->sak];
-        }
+    eb_gemm_few_k_pack(M, K, a, sam, k, boff, ap);
     switch (M) {
 #define EB_FEWK512(MR) \
     case MR: few_k512_rows(N, ap, b, boff, kt, c, scm, scn, MR); break;

@@ -381,6 +381,17 @@ eb_kern_gemm_rowc_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     }
 }
 
+void eb_gemm_few_k_pack(int64_t M, int64_t K, const double *a, int64_t sam,
+                        const eb_gemm_k *k, int64_t *boff, double *ap)
+{
+    for (int64_t k1 = 0, t = 0; k1 < k->K1; k1++)
+        for (int64_t kk = 0; kk < K; kk++, t++) {
+            boff[t] = k1 * k->sbk1 + kk * k->sbk;
+            for (int64_t r = 0; r < M; r++)
+                ap[t * M + r] = a[r * sam + k1 * k->sak1 + kk * k->sak];
+        }
+}
+
 void eb_gemm_batch_tables(int64_t K, const eb_gemm_k *k, int64_t n,
                           int64_t *aoff, int64_t *boff, int64_t *poff)
 {
@@ -1034,12 +1045,7 @@ eb_kern_gemm_few_k_avx2(int64_t M, int64_t N, int64_t K, const double *a,
     int64_t boff[FEW_K_MAX];
     double ap[FEW_K_MAX * FEW_ROWS_MAX];
     int64_t kt = k->K1 * K;
-    for (int64_t k1 = 0, t = 0; k1 < k->K1; k1++)
-        for (int64_t kk = 0; kk < K; kk++, t++) {
-            boff[t] = k1 * k->sbk1 + kk * k->sbk;
-            for (int64_t r = 0; r < M; r++)
-                ap[t * M + r] = a[r * sam + k1 * k->sak1 + kk * k->sak];
-        }
+    eb_gemm_few_k_pack(M, K, a, sam, k, boff, ap);
     switch (M) {
 #define EB_FEWK(MR) \
     case MR: few_k_rows(N, ap, b, boff, kt, c, scm, scn, MR); break;

@@ -41,6 +41,12 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
                         const eb_gemm_k *k, double *c, int64_t scm,
                         int64_t scn);
 
+/* The short-K kernels' set-up for the K1 K contracted rows t of a
+ * two-level K: boff[t] the offset of B's row t, ap[t M + r] A's element
+ * (r, t) of its M rows (sam apart). */
+void eb_gemm_few_k_pack(int64_t M, int64_t K, const double *a, int64_t sam,
+                        const eb_gemm_k *k, int64_t *boff, double *ap);
+
 /* The batch kernels' tables for a two-level K of K1 K rows in all:
  * eb_gemm_k_offsets of every row into aoff and boff, and i n into poff
  * (the rows of B's copy, n columns wide). */
