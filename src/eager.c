@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "schedule.h"
+#include "team.h"
 
 typedef struct {
     eb_view v;
@@ -214,7 +215,8 @@ eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
         c->refcount0[inst->output.ids[q]]++;
     *ex = (eb_executor){.ctx = c, .mode = "eager", .run = eager_run,
                         .release = eager_release, .destroy = eager_destroy,
-                        .time_steps = eager_time_steps};
+                        .time_steps = eager_time_steps,
+                        .engine_threads = eb_team_size(team)};
     return EB_OK;
 }
 

@@ -36,6 +36,8 @@ typedef struct eb_executor {
     double compile_ms;  /* time spent in create, 0 for eager */
     int64_t static_bytes; /* memory the executor planned ahead (trace arena) */
     int fused_groups;   /* trace: groups of steps run block by block */
+    int engine_threads; /* threads a run uses: the team's, or 1 for a
+                           trace program too small to split (trace.c) */
 } eb_executor;
 
 /* Create the executor of a mode for one instance, path and set of inputs

@@ -16,7 +16,8 @@ eb_fuse_opts eb_fuse_default_opts(void)
                           .block_bytes = (int64_t)1 << 20,
                           .cache_bytes = (int64_t)1 << 20,
                           .max_intensity = 4.0,
-                          .prefetch_bytes = (int64_t)8 << 20};
+                          .prefetch_bytes = (int64_t)8 << 20,
+                          .solo_work = EB_SOLO_WORK};
 }
 
 /* Axis of label l in v: -1 when absent, -2 when repeated (a diagonal,

@@ -54,7 +54,15 @@ enum { EB_FUSE_MAX = 8, EB_FUSE_MAX_PARTS = 8 };
 
 enum { EB_FUSE_PF_PREP = 1, EB_FUSE_PF_EW = 2 };
 
-/* When to fuse. */
+/* The default of eb_fuse_opts.solo_work. Waking the team's sleeping
+ * worker costs the caller a system call and the worker comes 10-120 us
+ * later (team.c); a slice of data that the other core wrote is read at
+ * about half speed; a run of less than 2^20 multiply-adds takes 20-50 us
+ * on one thread and gains nothing from a second (nary_matmul_chain_64,
+ * two products of 2^18: 11 us on one thread, 14-15 split over two). */
+#define EB_SOLO_WORK 1048576.0
+
+/* Trace's compile options: when to fuse, and when not to split. */
 typedef struct {
     int64_t min_bytes;   /* a producer's output at least this large */
     int64_t block_bytes; /* target size of one block's intermediates */
@@ -69,13 +77,18 @@ typedef struct {
     int64_t prefetch_bytes; /* an operand from outside the group at least
                                this large (not in the caches) has its next
                                block prefetched while a block runs */
+    double solo_work;    /* a program doing less work than this
+                            (multiply-adds plus elements written) runs on
+                            the caller alone, OpenBLAS at one thread
+                            (0: always on the team; trace.c) */
 } eb_fuse_opts;
 
 /* The defaults: outputs past 4 MiB (beyond the L2 cache and a good part of
  * a shared L3); blocks of intermediates of about 1 MiB (twice this machine
  * class's 512 KiB L2, well inside its L3), and no group whose blocks are
  * larger; operands up to 1 MiB read again per block for free; no group
- * past 4 flops a byte; outside operands of 8 MiB or more prefetched.
+ * past 4 flops a byte; outside operands of 8 MiB or more prefetched;
+ * programs of less than 2^20 multiply-adds and elements on one thread.
  * (gm_queen's groups over dims of 3 ran faster in most rounds with 1 MiB
  * blocks than with 256 KiB ones, which made 4-5 times as many blocks of
  * tiny kernels: docs/bench.md, "gm_queen, third round".) */

@@ -25,6 +25,7 @@ typedef struct {
     char *dtype, *file_dtype;   /* measured, and as the file says */
     char *check;    /* "check passed (naive, 3e-16)" for check-only rows */
     int tensors, has_stats;
+    int one_thread; /* ran on the caller alone at a budget of more */
     double log10_flops, log2_size, median_ms, iqr_ms, compile_ms;
     double x_roofline;  /* median / roofline bound; NaN if unknown */
 } row;
@@ -71,6 +72,7 @@ static int table_measurement(void *vctx, const eb_record *r)
     w->file_dtype = dup_or_null(r->file_dtype ? r->file_dtype : w->dtype);
     w->tensors = r->num_tensors;
     w->has_stats = r->has_stats;
+    w->one_thread = r->has_stats && r->threads > 1 && r->engine_threads == 1;
     if (r->has_check && r->check_status) {
         char buf[160];
         snprintf(buf, sizeof buf, "check %s (%s, max_rel_err %.2g)",
@@ -197,6 +199,10 @@ static void print_notes(FILE *f, const row *w, int mixed_dtypes)
                 w->dtype, w->file_dtype);
     else if (mixed_dtypes)
         fprintf(f, "* %s: measured in %s\n", w->instance, w->dtype);
+    if (w->one_thread)
+        fprintf(f, "* %s: ran on one thread, its whole work too small to "
+                "gain from splitting (engine_threads in the record)\n",
+                w->instance);
     if (w->reused)
         fprintf(f, "* %s: same path as %s, measured once and reported for "
                 "both\n", w->instance, w->reused);
@@ -410,12 +416,14 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
         eb_jw_int(w, "blas_calls", r->blas_calls);
         eb_jw_int(w, "permuted_elems", r->permuted_elems);
         eb_jw_int(w, "fused_groups", r->fused_groups);
+        eb_jw_int(w, "engine_threads", r->engine_threads);
     } else {
         eb_jw_null(w, "peak_bytes");
         eb_jw_null(w, "gemm_calls");
         eb_jw_null(w, "blas_calls");
         eb_jw_null(w, "permuted_elems");
         eb_jw_null(w, "fused_groups");
+        eb_jw_null(w, "engine_threads");
     }
 }
 

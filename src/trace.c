@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "clock.h"
 #include "fuse.h"
 #include "mem.h"
@@ -41,7 +42,9 @@ typedef struct {
     eb_dtype dt;            /* element type of every buffer */
     char *arena;
     int64_t arena_elems;
-    struct eb_team *team;
+    struct eb_team *team;   /* NULL when the program runs on the caller */
+    int blas_threads;       /* OpenBLAS's threads to restore after a run
+                               on the caller alone (0: leave them) */
 } program;
 
 typedef struct {
@@ -910,11 +913,30 @@ done:
     return st;
 }
 
+/* A run's work as eb_fuse_opts.solo_work counts it: every step's
+ * multiply-adds (products) plus the elements it writes (output and
+ * prepared operands). */
+static double program_work(const program *p)
+{
+    double w = 0;
+    for (int t = 0; t < p->nsteps; t++) {
+        const eb_plan *q = &p->steps[t].plan;
+        w += (double)q->out_elems + (double)q->prep_elems[0] +
+             (double)q->prep_elems[1];
+        if (q->kind != EB_KIND_MUL && q->kind != EB_KIND_OUTER)
+            w += (double)q->nbatch * (double)q->M * (double)q->N *
+                 (double)q->K;
+    }
+    return w;
+}
+
 static eb_status trace_run(void *vctx, const void **out,
                            eb_exec_counters *cnt, eb_error *err)
 {
     (void)err;
     program *p = vctx;
+    if (p->blas_threads) /* on the caller alone (eb_trace_create) */
+        eb_blas_set_threads(1);
     for (int t = 0; t < p->nsteps; t++) {
         const tstep *s = &p->steps[t];
         if (s->group >= 0 && turn(p, t) != t)
@@ -929,6 +951,8 @@ static eb_status trace_run(void *vctx, const void **out,
         if (p->step_ns)
             p->step_ns[t] += eb_now_ns() - t0;
     }
+    if (p->blas_threads)
+        eb_blas_set_threads(p->blas_threads);
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
 }
@@ -942,8 +966,6 @@ static void trace_time_steps(void *vctx, int64_t *ns)
 }
 
 static void trace_destroy(void *vctx) { program_free(vctx); }
-
-
 
 eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           const eb_view *inputs, struct eb_team *team,
@@ -967,13 +989,21 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     memset(arena, 0, bytes); /* touch every page at compile time */
     p->arena = arena;
     p->team = team;
+    /* Too little work to gain from the team (fuse.h, EB_SOLO_WORK): the
+     * caller runs it alone, with OpenBLAS at one thread during runs. */
+    double solo = fuse ? fuse->solo_work : EB_SOLO_WORK;
+    if (eb_team_size(team) > 1 && program_work(p) < solo) {
+        p->team = NULL;
+        p->blas_threads = eb_blas_threads() > 1 ? eb_blas_threads() : 0;
+    }
     bind(p, inputs, inst->num_tensors);
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
                         .time_steps = trace_time_steps,
                         .compile_ms = (double)(eb_now_ns() - t0) / 1e6,
                         .static_bytes = (int64_t)bytes,
-                        .fused_groups = p->ngroups};
+                        .fused_groups = p->ngroups,
+                        .engine_threads = eb_team_size(p->team)};
     return EB_OK;
 }
 

@@ -158,10 +158,15 @@ static inline double tu_run_twice(const eb_executor *ex, const double *ref,
     return e;
 }
 
-/* Run path in `mode` on seeded random inputs; relative error vs naive. */
-static inline double tu_mode_vs_naive(const eb_instance *inst,
-                                      const eb_path *path, uint64_t seed,
-                                      eb_mode mode, eb_exec_counters *cnt_out)
+/* Run path in `mode` on seeded random inputs, with fuse as trace's
+ * options, on tu_team: relative error vs naive. *threads_out (may be
+ * NULL) gets the executor's engine_threads. */
+static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
+                                           const eb_path *path, uint64_t seed,
+                                           eb_mode mode,
+                                           const eb_fuse_opts *fuse,
+                                           eb_exec_counters *cnt_out,
+                                           int *threads_out)
 {
     eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
     eb_operands *ops;
@@ -174,10 +179,11 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     double e = -2;
-    eb_fuse_opts fuse = eb_fuse_default_opts();
-    if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, &fuse,
+    if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, fuse,
                         &ex, &err)) {
         e = tu_run_twice(&ex, ref, n, cnt_out);
+        if (threads_out)
+            *threads_out = ex.engine_threads;
         eb_exec_destroy(&ex);
     } else {
         fprintf(stderr, "create: %s\n", err.msg);
@@ -186,6 +192,18 @@ static inline double tu_mode_vs_naive(const eb_instance *inst,
     free(ref);
     eb_operands_destroy(ops);
     return e;
+}
+
+/* The same with the default options, but small programs too on the team
+ * (so that its splits are what the cases check). */
+static inline double tu_mode_vs_naive(const eb_instance *inst,
+                                      const eb_path *path, uint64_t seed,
+                                      eb_mode mode, eb_exec_counters *cnt_out)
+{
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    fuse.solo_work = 0;
+    return tu_mode_vs_naive_opts(inst, path, seed, mode, &fuse, cnt_out,
+                                 NULL);
 }
 
 #endif

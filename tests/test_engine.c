@@ -1377,6 +1377,53 @@ static void test_layout_search(void)
     }
 }
 
+/*
+ * A trace program doing less work than eb_fuse_opts.solo_work runs on the
+ * caller alone (engine_threads 1), one above it or with solo_work 0 on
+ * the team, eager always on the team; OpenBLAS's thread count is the
+ * same after the runs. Chains of three square matrices: 64 (two products
+ * of 2^18 multiply-adds, under the default 2^20) and 96 (2 x 96^3).
+ * Results against the naive reference every way. Run with the team set.
+ */
+static void test_solo(void)
+{
+    const struct {
+        const char *sizes;
+        int small;
+    } sz[] = {{"i=64,j=64,k=64,l=64", 1}, {"i=96,j=96,k=96,l=96", 0},
+                 {"i=5,j=3,k=7,l=2", 1}};
+    int team = eb_team_size(tu_team), blas = eb_blas_threads();
+    for (size_t c = 0; c < sizeof sz / sizeof *sz; c++) {
+        tu_sizes sp = {sz[c].sizes};
+        eb_instance *inst = tu_instance("ij,jk,kl->il", tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", sz[c].sizes);
+        if (!inst)
+            continue;
+        eb_pair steps[2];
+        eb_path path;
+        tu_seq_path(&path, steps, 3);
+        for (int solo = 0; solo <= 1; solo++)
+            for (int m = 0; m < EB_MODE_COUNT; m++) {
+                eb_fuse_opts fuse = eb_fuse_default_opts();
+                if (!solo)
+                    fuse.solo_work = 0;
+                int threads = -1;
+                double e = tu_mode_vs_naive_opts(inst, &path, 7, (eb_mode)m,
+                                                 &fuse, NULL, &threads);
+                int want = m == EB_MODE_TRACE && solo && sz[c].small
+                               ? 1 : team;
+                EB_CHECK(e >= 0 && e <= 1e-12 && threads == want &&
+                             eb_blas_threads() == blas,
+                         "%s %s solo_work %g, team of %d: rel err %g, "
+                         "engine threads %d (want %d), OpenBLAS threads %d "
+                         "(%d before)", sz[c].sizes,
+                         eb_mode_name((eb_mode)m), fuse.solo_work, team, e,
+                         threads, want, eb_blas_threads(), blas);
+            }
+        eb_instance_destroy(inst);
+    }
+}
+
 int main(void)
 {
     test_few_rows();
@@ -1399,6 +1446,7 @@ int main(void)
     test_kmajor_prep();
     test_cases();
     test_random();
+    test_solo();
     /* Again with two and three engine threads: the split kernels and
      * permutations must give the same results. */
     eb_error err;
@@ -1413,6 +1461,7 @@ int main(void)
             test_outer_xrow();
             test_mid_skinny_post();
             test_kmajor_prep();
+            test_solo();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }

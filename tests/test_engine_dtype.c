@@ -175,6 +175,7 @@ static double run_variant(const eb_instance *inst, const eb_path *path,
     eb_pool *pool = eb_pool_create();
     eb_fuse_opts fuse = eb_fuse_default_opts();
     fuse.force = va->force_fuse;
+    fuse.solo_work = 0; /* small cases too run on the team (its splits) */
     eb_executor ex;
     eb_error err;
     double worst = -1;
