@@ -216,7 +216,8 @@ eb_status eb_eager_create(const eb_instance *inst, const eb_path *path,
     *ex = (eb_executor){.ctx = c, .mode = "eager", .run = eager_run,
                         .release = eager_release, .destroy = eager_destroy,
                         .time_steps = eager_time_steps,
-                        .engine_threads = eb_team_size(team)};
+                        .engine_threads = eb_team_size(team),
+                        .lanes_at = -1};
     return EB_OK;
 }
 

@@ -417,6 +417,7 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
         eb_jw_int(w, "permuted_elems", r->permuted_elems);
         eb_jw_int(w, "fused_groups", r->fused_groups);
         eb_jw_int(w, "engine_threads", r->engine_threads);
+        eb_jw_int(w, "lanes_at", r->lanes_at);
     } else {
         eb_jw_null(w, "peak_bytes");
         eb_jw_null(w, "gemm_calls");
@@ -424,6 +425,7 @@ static void jsonl_costs(eb_jw *w, const eb_record *r)
         eb_jw_null(w, "permuted_elems");
         eb_jw_null(w, "fused_groups");
         eb_jw_null(w, "engine_threads");
+        eb_jw_null(w, "lanes_at");
     }
 }
 

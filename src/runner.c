@@ -257,6 +257,7 @@ static eb_status measure(runner *r, const eb_instance *inst,
         rec->compile_ms = ex.compile_ms;
         rec->fused_groups = ex.fused_groups;
         rec->engine_threads = ex.engine_threads;
+        rec->lanes_at = ex.lanes_at;
         rec->gemm_calls = br.per_sample.gemm_calls;
         rec->blas_calls = br.per_sample.blas_calls;
         rec->permuted_elems = br.per_sample.permuted_elems;

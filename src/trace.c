@@ -7,6 +7,7 @@
 #include "blas.h"
 #include "clock.h"
 #include "fuse.h"
+#include "lanes.h"
 #include "mem.h"
 #include "schedule.h"
 #include "team.h"
@@ -45,6 +46,12 @@ typedef struct {
     struct eb_team *team;   /* NULL when the program runs on the caller */
     int blas_threads;       /* OpenBLAS's threads to restore after a run
                                on the caller alone (0: leave them) */
+    int solo;               /* too little work for the team (EB_SOLO_WORK) */
+    int fork;               /* the step whose producers' subtrees run as
+                               two concurrent lanes (lanes.h), or -1 */
+    signed char *lane;      /* per step: 0, or its lane (1, 2) */
+    int lane_len[3];        /* steps in lane 1 and 2 */
+    int team_blas;          /* OpenBLAS's threads, restored after lanes */
 } program;
 
 typedef struct {
@@ -305,21 +312,59 @@ static int64_t plan_slab(program *p, const eb_fuse_group *g)
  * a fused group's slabs (one per part) live during the group's turn only,
  * and its consumer's output like any step's.
  */
+/*
+ * The time of each step's turn in the order trace_run runs the steps, and
+ * the phase's time. Without lanes, the path's order. With them, the
+ * steps outside the lanes before the fork step first, then the two lanes
+ * at once at time a (within a lane, its steps count 0, 1, ... in its own
+ * clock), then the fork step at a + 1 and the rest.
+ */
+static int step_times(program *p, int *tm)
+{
+    int a = 0, post = 0, k[3] = {0, 0, 0};
+    for (int t = 0; t < p->nsteps; t++) {
+        int l = p->lane[t];
+        if (l)
+            tm[t] = k[l]++;
+        else if (p->fork >= 0 && t >= p->fork)
+            tm[t] = a + 1 + post++; /* the fork step first */
+        else
+            tm[t] = a++;
+    }
+    p->lane_len[1] = k[1];
+    p->lane_len[2] = k[2];
+    return a;
+}
+
+/* Buffer requests of one lane (0: outside the lanes). */
+typedef struct {
+    buf_req *r;
+    int n;
+} req_list;
+
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
-    buf_req *r = malloc((size_t)(4 * p->nsteps) * sizeof *r);
+    int cap = 4 * p->nsteps + p->ngroups + 1;
+    req_list rl[3];
+    for (int l = 0; l < 3; l++)
+        rl[l] = (req_list){malloc((size_t)cap * sizeof(buf_req)), 0};
+    int *tm = malloc((size_t)p->nsteps * sizeof *tm);
     p->slabs = calloc((size_t)(p->ngroups + 1), sizeof *p->slabs);
-    if (!r || !p->slabs) {
-        free(r);
+    if (!rl[0].r || !rl[1].r || !rl[2].r || !tm || !p->slabs) {
+        for (int l = 0; l < 3; l++)
+            free(rl[l].r);
+        free(tm);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }
-    int n = 0;
+    int phase = step_times(p, tm);
     for (int k = 0; k < p->ngroups; k++) {
         const eb_fuse_group *g = &p->groups[k];
         int at = g->mem[g->nmem - 1];
         eb_slab *sl = &p->slabs[k];
         sl->elems = plan_slab(p, g);
-        r[n++] = (buf_req){p->nparts * sl->elems, at, at, &sl->off};
+        req_list *q = &rl[p->lane[at]];
+        q->r[q->n++] = (buf_req){p->nparts * sl->elems, tm[at], tm[at],
+                                 &sl->off};
     }
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
@@ -327,7 +372,11 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
         int64_t sizes[4] = {pl->prep[0] ? pl->prep_elems[0] : 0,
                             pl->prep[1] ? pl->prep_elems[1] : 0,
                             pl->tmp_elems, pl->out_elems};
-        int at = turn(p, t), until = turn(p, consumer[t]);
+        int l = p->lane[t], c = turn(p, consumer[t]);
+        /* A lane's last output lives to the lane's end (the fork step
+         * reads it after both lanes). */
+        int at = tm[turn(p, t)],
+            until = l && p->lane[c] != l ? p->lane_len[l] : tm[c];
         if (s->group >= 0) {
             /* In the slab, but the consumer's whole output. */
             const eb_fuse_group *g = &p->groups[s->group];
@@ -339,17 +388,31 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
                 continue;
             }
         }
+        req_list *rq = &rl[l];
         for (int q = 0; q < 4; q++) {
             s->off[q] = -1;
             if (q < 3 && sizes[q] == 0)
                 continue;
-            r[n++] = (buf_req){round64(p->dt, sizes[q]), at,
-                               q < 3 ? at : until,
-                               &s->off[q]};
+            rq->r[rq->n++] = (buf_req){round64(p->dt, sizes[q]), at,
+                                       q < 3 ? at : until, &s->off[q]};
         }
     }
-    p->arena_elems = assign_offsets(r, n);
-    free(r);
+    /* Each lane's buffers are planned on its own clock, the two side by
+     * side in one block that lives while the lanes run and the fork step
+     * reads their results. */
+    int64_t size1 = assign_offsets(rl[1].r, rl[1].n),
+            size2 = assign_offsets(rl[2].r, rl[2].n), block = 0;
+    if (p->fork >= 0)
+        rl[0].r[rl[0].n++] =
+            (buf_req){size1 + size2, phase, phase + 1, &block};
+    p->arena_elems = assign_offsets(rl[0].r, rl[0].n);
+    for (int i = 0; i < rl[1].n; i++)
+        *rl[1].r[i].off += block;
+    for (int i = 0; i < rl[2].n; i++)
+        *rl[2].r[i].off += block + size1;
+    for (int l = 0; l < 3; l++)
+        free(rl[l].r);
+    free(tm);
     return EB_OK;
 }
 
@@ -852,8 +915,53 @@ static void program_free(program *p)
     free(p->groups);
     free(p->binds);
     free(p->slabs);
+    free(p->lane);
     eb_mem_free(p->arena);
     free(p);
+}
+
+/* A step's work as eb_fuse_opts.solo_work counts it: its multiply-adds
+ * (products) plus the elements it writes (output and prepared operands). */
+static double step_work(const eb_plan *q)
+{
+    double w = (double)q->out_elems + (double)q->prep_elems[0] +
+               (double)q->prep_elems[1];
+    if (q->kind != EB_KIND_MUL && q->kind != EB_KIND_OUTER)
+        w += (double)q->nbatch * (double)q->M * (double)q->N * (double)q->K;
+    return w;
+}
+
+/*
+ * Whether the program runs on the caller alone (p->solo: less work than
+ * fuse's solo_work, EB_SOLO_WORK without fuse), and else, with a team of
+ * two or more, its lanes (lanes.h; each at least solo_work too).
+ */
+static eb_status plan_lanes(program *p, const int *consumer,
+                            const eb_fuse_opts *fuse, int nthreads,
+                            eb_error *err)
+{
+    double solo = fuse ? fuse->solo_work : EB_SOLO_WORK, total = 0;
+    int *turns = malloc((size_t)p->nsteps * sizeof *turns);
+    double *work = malloc((size_t)p->nsteps * sizeof *work);
+    p->lane = calloc((size_t)p->nsteps, sizeof *p->lane);
+    p->fork = -1;
+    if (!turns || !work || !p->lane) {
+        free(turns);
+        free(work);
+        return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
+    }
+    for (int t = 0; t < p->nsteps; t++) {
+        turns[t] = turn(p, t);
+        work[t] = step_work(&p->steps[t].plan);
+        total += work[t];
+    }
+    p->solo = nthreads > 1 && total < solo;
+    if (nthreads > 1 && !p->solo)
+        p->fork = eb_lanes_plan(p->nsteps, consumer, turns, work,
+                                EB_LANES_MIN_SHARE, solo, p->lane);
+    free(turns);
+    free(work);
+    return EB_OK;
 }
 
 /* Everything but the arena: layouts, plans, offsets. */
@@ -901,6 +1009,8 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
     if (!st)
         st = plan_fusion(inst, inputs, desired, fuse, p, err);
     if (!st)
+        st = plan_lanes(p, consumer, fuse, nparts, err);
+    if (!st)
         st = plan_memory(p, consumer, err);
 done:
     free(desired);
@@ -913,21 +1023,36 @@ done:
     return st;
 }
 
-/* A run's work as eb_fuse_opts.solo_work counts it: every step's
- * multiply-adds (products) plus the elements it writes (output and
- * prepared operands). */
-static double program_work(const program *p)
+/* Runs step t at its turn (a fused group's member at its consumer's). */
+static void run_turn(program *p, int t, struct eb_team *team,
+                     eb_exec_counters *cnt)
 {
-    double w = 0;
-    for (int t = 0; t < p->nsteps; t++) {
-        const eb_plan *q = &p->steps[t].plan;
-        w += (double)q->out_elems + (double)q->prep_elems[0] +
-             (double)q->prep_elems[1];
-        if (q->kind != EB_KIND_MUL && q->kind != EB_KIND_OUTER)
-            w += (double)q->nbatch * (double)q->M * (double)q->N *
-                 (double)q->K;
-    }
-    return w;
+    const tstep *s = &p->steps[t];
+    if (s->group >= 0 && turn(p, t) != t)
+        return; /* runs at its group's turn */
+    int64_t t0 = p->step_ns ? eb_now_ns() : 0;
+    if (s->group < 0)
+        eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp, s->out,
+                         team, cnt);
+    else
+        eb_fuse_exec(&p->groups[s->group], &p->binds[s->group], team, cnt);
+    if (p->step_ns)
+        p->step_ns[t] += eb_now_ns() - t0;
+}
+
+typedef struct {
+    program *p;
+    eb_exec_counters cnt[2];
+} lanes_job;
+
+/* Lane part + 1: its steps in path order, each on this thread alone. */
+static void lane_part(void *arg, int part, int nparts)
+{
+    (void)nparts;
+    lanes_job *j = arg;
+    for (int t = 0; t < j->p->fork; t++)
+        if (j->p->lane[t] == part + 1)
+            run_turn(j->p, t, NULL, &j->cnt[part]);
 }
 
 static eb_status trace_run(void *vctx, const void **out,
@@ -935,24 +1060,34 @@ static eb_status trace_run(void *vctx, const void **out,
 {
     (void)err;
     program *p = vctx;
-    if (p->blas_threads) /* on the caller alone (eb_trace_create) */
-        eb_blas_set_threads(1);
-    for (int t = 0; t < p->nsteps; t++) {
-        const tstep *s = &p->steps[t];
-        if (s->group >= 0 && turn(p, t) != t)
-            continue; /* runs at its group's turn */
-        int64_t t0 = p->step_ns ? eb_now_ns() : 0;
-        if (s->group < 0)
-            eb_contract_exec(&s->plan, s->a, s->b, s->p0, s->p1, s->tmp,
-                             s->out, p->team, cnt);
-        else
-            eb_fuse_exec(&p->groups[s->group], &p->binds[s->group], p->team,
-                         cnt);
-        if (p->step_ns)
-            p->step_ns[t] += eb_now_ns() - t0;
+    if (p->fork < 0) {
+        if (p->blas_threads) /* on the caller alone (eb_trace_create) */
+            eb_blas_set_threads(1);
+        for (int t = 0; t < p->nsteps; t++)
+            run_turn(p, t, p->team, cnt);
+        if (p->blas_threads)
+            eb_blas_set_threads(p->blas_threads);
+    } else {
+        for (int t = 0; t < p->fork; t++)
+            if (!p->lane[t])
+                run_turn(p, t, p->team, cnt);
+        /* The lanes, part 0 on the caller (it claims first): OpenBLAS at
+         * one thread while both may call it. */
+        lanes_job j = {.p = p};
+        if (p->team_blas > 1)
+            eb_blas_set_threads(1);
+        eb_team_run_parts(p->team, 2, lane_part, &j);
+        if (p->team_blas > 1)
+            eb_blas_set_threads(p->team_blas);
+        for (int k = 0; k < 2; k++) {
+            cnt->gemm_calls += j.cnt[k].gemm_calls;
+            cnt->blas_calls += j.cnt[k].blas_calls;
+            cnt->permuted_elems += j.cnt[k].permuted_elems;
+        }
+        for (int t = p->fork; t < p->nsteps; t++)
+            if (!p->lane[t])
+                run_turn(p, t, p->team, cnt);
     }
-    if (p->blas_threads)
-        eb_blas_set_threads(p->blas_threads);
     *out = p->steps[p->nsteps - 1].out;
     return EB_OK;
 }
@@ -991,11 +1126,11 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     p->team = team;
     /* Too little work to gain from the team (fuse.h, EB_SOLO_WORK): the
      * caller runs it alone, with OpenBLAS at one thread during runs. */
-    double solo = fuse ? fuse->solo_work : EB_SOLO_WORK;
-    if (eb_team_size(team) > 1 && program_work(p) < solo) {
+    if (p->solo) {
         p->team = NULL;
         p->blas_threads = eb_blas_threads() > 1 ? eb_blas_threads() : 0;
     }
+    p->team_blas = eb_blas_threads();
     bind(p, inputs, inst->num_tensors);
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
@@ -1003,7 +1138,8 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                         .compile_ms = (double)(eb_now_ns() - t0) / 1e6,
                         .static_bytes = (int64_t)bytes,
                         .fused_groups = p->ngroups,
-                        .engine_threads = eb_team_size(p->team)};
+                        .engine_threads = eb_team_size(p->team),
+                        .lanes_at = p->fork};
     return EB_OK;
 }
 

@@ -158,15 +158,20 @@ static inline double tu_run_twice(const eb_executor *ex, const double *ref,
     return e;
 }
 
+/* What an executor said of itself (tu_mode_vs_naive_opts). */
+typedef struct {
+    int engine_threads, lanes_at;
+} tu_exec_info;
+
 /* Run path in `mode` on seeded random inputs, with fuse as trace's
- * options, on tu_team: relative error vs naive. *threads_out (may be
- * NULL) gets the executor's engine_threads. */
+ * options, on tu_team: relative error vs naive. *info (may be NULL) gets
+ * the executor's engine_threads and lanes_at. */
 static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
                                            const eb_path *path, uint64_t seed,
                                            eb_mode mode,
                                            const eb_fuse_opts *fuse,
                                            eb_exec_counters *cnt_out,
-                                           int *threads_out)
+                                           tu_exec_info *info)
 {
     eb_fill fill = {.kind = EB_FILL_RANDOM, .seed = seed};
     eb_operands *ops;
@@ -182,8 +187,8 @@ static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
     if (!eb_exec_create(mode, inst, path, ops->views, pool, tu_team, fuse,
                         &ex, &err)) {
         e = tu_run_twice(&ex, ref, n, cnt_out);
-        if (threads_out)
-            *threads_out = ex.engine_threads;
+        if (info)
+            *info = (tu_exec_info){ex.engine_threads, ex.lanes_at};
         eb_exec_destroy(&ex);
     } else {
         fprintf(stderr, "create: %s\n", err.msg);

@@ -1407,9 +1407,10 @@ static void test_solo(void)
                 eb_fuse_opts fuse = eb_fuse_default_opts();
                 if (!solo)
                     fuse.solo_work = 0;
-                int threads = -1;
+                tu_exec_info info = {-1, -2};
                 double e = tu_mode_vs_naive_opts(inst, &path, 7, (eb_mode)m,
-                                                 &fuse, NULL, &threads);
+                                                 &fuse, NULL, &info);
+                int threads = info.engine_threads;
                 int want = m == EB_MODE_TRACE && solo && sz[c].small
                                ? 1 : team;
                 EB_CHECK(e >= 0 && e <= 1e-12 && threads == want &&
@@ -1419,6 +1420,70 @@ static void test_solo(void)
                          "(%d before)", sz[c].sizes,
                          eb_mode_name((eb_mode)m), fuse.solo_work, team, e,
                          threads, want, eb_blas_threads(), blas);
+            }
+        eb_instance_destroy(inst);
+    }
+}
+
+/*
+ * Two concurrent lanes (lanes.h): eight matrices multiplied as two
+ * chains of three products joined by a seventh (path pairs as opt_einsum
+ * gives them), also with a batch label throughout; a chain of products
+ * (no step joins two step results) for contrast. Sizes small enough for
+ * the naive reference, which loops over all labels at once. With a team
+ * and small programs on it (solo_work 0), trace forks at the join
+ * (lanes_at 6), with fusion as planned and forced (groups inside the
+ * lanes); with the default options these programs run on the caller
+ * alone; without a team, never. Eager never forks. Results against the
+ * naive reference every way.
+ */
+static void test_lanes_exec(void)
+{
+    const struct {
+        const char *fs, *sizes;
+        int npairs;
+        eb_pair pairs[8];
+        int fork; /* with a team, small programs on it */
+    } sz[] = {
+        {"ab,bc,cd,de,ef,fg,gh,hi->ai",
+         "a=5,b=6,c=5,d=4,e=5,f=6,g=5,h=4,i=5", 7,
+         {{0, 1}, {0, 1}, {4, 5}, {0, 1}, {0, 1}, {1, 2}, {0, 1}}, 6},
+        {"zab,zbc,zcd,zde,zef,zfg,zgh,zhi->zai",
+         "z=3,a=4,b=5,c=4,d=3,e=4,f=5,g=4,h=3,i=4", 7,
+         {{0, 1}, {0, 1}, {4, 5}, {0, 1}, {0, 1}, {1, 2}, {0, 1}}, 6},
+        {"ab,bc,cd,de->ae", "a=30,b=30,c=30,d=30,e=30", 3,
+         {{0, 1}, {0, 1}, {0, 1}}, -1},
+    };
+    int team = eb_team_size(tu_team);
+    for (size_t c = 0; c < sizeof sz / sizeof *sz; c++) {
+        tu_sizes sp = {sz[c].sizes};
+        eb_instance *inst = tu_instance(sz[c].fs, tu_spec_size, &sp);
+        EB_CHECK(inst != NULL, "%s builds", sz[c].sizes);
+        if (!inst)
+            continue;
+        eb_path path = {.strategy = "lanes",
+                        .steps = (eb_pair *)sz[c].pairs,
+                        .num_steps = sz[c].npairs};
+        for (int v = 0; v < 3; v++)
+            for (int m = 0; m < EB_MODE_COUNT; m++) {
+                eb_fuse_opts fuse = eb_fuse_default_opts();
+                if (v > 0)
+                    fuse.solo_work = 0;
+                if (v == 2) {
+                    fuse.force = 1;
+                    fuse.min_bytes = 0;
+                    fuse.block_bytes = 2048;
+                }
+                tu_exec_info info = {-1, -2};
+                double e = tu_mode_vs_naive_opts(inst, &path, 11, (eb_mode)m,
+                                                 &fuse, NULL, &info);
+                int want = m == EB_MODE_TRACE && v > 0 && team > 1
+                               ? sz[c].fork : -1;
+                EB_CHECK(e >= 0 && e <= 1e-12 && info.lanes_at == want,
+                         "%s %s variant %d, team of %d: rel err %g, lanes "
+                         "at %d (want %d)", sz[c].sizes,
+                         eb_mode_name((eb_mode)m), v, team, e, info.lanes_at,
+                         want);
             }
         eb_instance_destroy(inst);
     }
@@ -1447,6 +1512,7 @@ int main(void)
     test_cases();
     test_random();
     test_solo();
+    test_lanes_exec();
     /* Again with two and three engine threads: the split kernels and
      * permutations must give the same results. */
     eb_error err;
@@ -1462,6 +1528,7 @@ int main(void)
             test_mid_skinny_post();
             test_kmajor_prep();
             test_solo();
+            test_lanes_exec();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
