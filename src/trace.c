@@ -336,6 +336,14 @@ static int step_times(program *p, int *tm)
     return a;
 }
 
+/* Copies of group k's buffers: one per part, a single one in a lane
+ * (whose steps run on one thread). */
+static int group_parts(const program *p, int k)
+{
+    const eb_fuse_group *g = &p->groups[k];
+    return p->lane[g->mem[g->nmem - 1]] ? 1 : p->nparts;
+}
+
 /* Buffer requests of one lane (0: outside the lanes). */
 typedef struct {
     buf_req *r;
@@ -363,8 +371,8 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
         eb_slab *sl = &p->slabs[k];
         sl->elems = plan_slab(p, g);
         req_list *q = &rl[p->lane[at]];
-        q->r[q->n++] = (buf_req){p->nparts * sl->elems, tm[at], tm[at],
-                                 &sl->off};
+        q->r[q->n++] = (buf_req){group_parts(p, k) * sl->elems, tm[at],
+                                 tm[at], &sl->off};
     }
     for (int t = 0; t < p->nsteps; t++) {
         tstep *s = &p->steps[t];
@@ -889,14 +897,14 @@ static void bind(program *p, const eb_view *inputs, int n)
     for (int k = 0; k < p->ngroups; k++) {
         const eb_fuse_group *g = &p->groups[k];
         eb_fuse_bind *b = &p->binds[k];
-        b->nparts = p->nparts;
+        b->nparts = group_parts(p, k);
         for (int i = 0; i < g->nmem; i++) {
             const tstep *s = &p->steps[g->mem[i]];
             b->ext[i][0] = g->internal[i][0] < 0 ? s->a : NULL;
             b->ext[i][1] = g->internal[i][1] < 0 ? s->b : NULL;
             const eb_slab *sl = &p->slabs[k];
             char *slab = p->arena + sl->off * esz;
-            for (int part = 0; part < p->nparts; part++)
+            for (int part = 0; part < b->nparts; part++)
                 for (int q = 0; q < 4; q++)
                     b->buf[part][i][q] =
                         s->goff[q] >= 0

@@ -1469,11 +1469,10 @@ static void test_lanes_exec(void)
                 eb_fuse_opts fuse = eb_fuse_default_opts();
                 if (v > 0)
                     fuse.solo_work = 0;
-                if (v == 2) {
-                    fuse.force = 1;
-                    fuse.min_bytes = 0;
-                    fuse.block_bytes = 2048;
-                }
+                if (v == 2) /* fusion wherever it can, as test_fuse */
+                    fuse = (eb_fuse_opts){.min_bytes = 0,
+                                          .block_bytes = 512,
+                                          .force = 1};
                 tu_exec_info info = {-1, -2};
                 double e = tu_mode_vs_naive_opts(inst, &path, 11, (eb_mode)m,
                                                  &fuse, NULL, &info);
