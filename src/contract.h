@@ -73,6 +73,15 @@ typedef struct {
     int64_t permuted_elems;  /* elements written by permutations/reductions */
 } eb_exec_counters;
 
+/* Adds from's counts to *to (the parts of a job that ran on threads). */
+static inline void eb_exec_counters_add(eb_exec_counters *to,
+                                        const eb_exec_counters *from)
+{
+    to->gemm_calls += from->gemm_calls;
+    to->blas_calls += from->blas_calls;
+    to->permuted_elems += from->permuted_elems;
+}
+
 /* Parts a blocked preparation (eb_plan.bp) splits over: each has its own
  * block of scratch in tmp. */
 enum { EB_BP_PARTS = 4 };

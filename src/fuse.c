@@ -838,9 +838,6 @@ void eb_fuse_exec(const eb_fuse_group *g, const eb_fuse_bind *b,
     eb_blas_set_threads(1);
     eb_team_run(team, fuse_part, &j);
     eb_blas_set_threads(blas);
-    for (int k = 0; k < n; k++) {
-        cnt->gemm_calls += j.cnt[k].gemm_calls;
-        cnt->blas_calls += j.cnt[k].blas_calls;
-        cnt->permuted_elems += j.cnt[k].permuted_elems;
-    }
+    for (int k = 0; k < n; k++)
+        eb_exec_counters_add(cnt, &j.cnt[k]);
 }

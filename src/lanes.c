@@ -25,9 +25,9 @@ int eb_lanes_plan(int nsteps, const int *consumer, const int *turn,
 {
     for (int t = 0; t < nsteps; t++)
         lane[t] = 0;
-    double *sub = malloc((size_t)(nsteps > 0 ? nsteps : 1) * sizeof *sub);
-    int *first = malloc((size_t)(nsteps > 0 ? nsteps : 1) * sizeof *first),
-        *second = malloc((size_t)(nsteps > 0 ? nsteps : 1) * sizeof *second);
+    size_t n = (size_t)(nsteps > 0 ? nsteps : 1);
+    double *sub = malloc(n * sizeof *sub);
+    int *first = malloc(n * sizeof *first), *second = malloc(n * sizeof *second);
     if (!sub || !first || !second) {
         free(sub);
         free(first);

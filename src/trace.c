@@ -44,14 +44,13 @@ typedef struct {
     char *arena;
     int64_t arena_elems;
     struct eb_team *team;   /* NULL when the program runs on the caller */
-    int blas_threads;       /* OpenBLAS's threads to restore after a run
-                               on the caller alone (0: leave them) */
+    int blas_threads;       /* OpenBLAS's threads, set back after a run on
+                               the caller alone and after the lanes */
     int solo;               /* too little work for the team (EB_SOLO_WORK) */
     int fork;               /* the step whose producers' subtrees run as
                                two concurrent lanes (lanes.h), or -1 */
     signed char *lane;      /* per step: 0, or its lane (1, 2) */
     int lane_len[3];        /* steps in lane 1 and 2 */
-    int team_blas;          /* OpenBLAS's threads, restored after lanes */
 } program;
 
 typedef struct {
@@ -307,12 +306,6 @@ static int64_t plan_slab(program *p, const eb_fuse_group *g)
 }
 
 /*
- * Lifetimes of all buffers of the program; offsets into the arena. A
- * buffer lives from the turn its step runs to the turn its consumer runs;
- * a fused group's slabs (one per part) live during the group's turn only,
- * and its consumer's output like any step's.
- */
-/*
  * The time of each step's turn in the order trace_run runs the steps, and
  * the phase's time. Without lanes, the path's order. With them, the
  * steps outside the lanes before the fork step first, then the two lanes
@@ -350,6 +343,15 @@ typedef struct {
     int n;
 } req_list;
 
+/*
+ * Lifetimes of all buffers of the program; offsets into the arena. A
+ * buffer lives from the turn its step runs to the turn its consumer runs
+ * (times from step_times); a fused group's slabs (one per part) live
+ * during the group's turn only, and its consumer's output like any
+ * step's. Each lane's buffers are planned on the lane's own clock, the
+ * two lanes side by side in one block that lives while they run and the
+ * fork step reads their results.
+ */
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
     int cap = 4 * p->nsteps + p->ngroups + 1;
@@ -405,9 +407,6 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
                                        q < 3 ? at : until, &s->off[q]};
         }
     }
-    /* Each lane's buffers are planned on its own clock, the two side by
-     * side in one block that lives while the lanes run and the fork step
-     * reads their results. */
     int64_t size1 = assign_offsets(rl[1].r, rl[1].n),
             size2 = assign_offsets(rl[2].r, rl[2].n), block = 0;
     if (p->fork >= 0)
@@ -1068,12 +1067,13 @@ static eb_status trace_run(void *vctx, const void **out,
 {
     (void)err;
     program *p = vctx;
+    int alone = p->solo && p->blas_threads > 1; /* on the caller alone */
     if (p->fork < 0) {
-        if (p->blas_threads) /* on the caller alone (eb_trace_create) */
+        if (alone)
             eb_blas_set_threads(1);
         for (int t = 0; t < p->nsteps; t++)
             run_turn(p, t, p->team, cnt);
-        if (p->blas_threads)
+        if (alone)
             eb_blas_set_threads(p->blas_threads);
     } else {
         for (int t = 0; t < p->fork; t++)
@@ -1082,16 +1082,13 @@ static eb_status trace_run(void *vctx, const void **out,
         /* The lanes, part 0 on the caller (it claims first): OpenBLAS at
          * one thread while both may call it. */
         lanes_job j = {.p = p};
-        if (p->team_blas > 1)
+        if (p->blas_threads > 1)
             eb_blas_set_threads(1);
         eb_team_run_parts(p->team, 2, lane_part, &j);
-        if (p->team_blas > 1)
-            eb_blas_set_threads(p->team_blas);
-        for (int k = 0; k < 2; k++) {
-            cnt->gemm_calls += j.cnt[k].gemm_calls;
-            cnt->blas_calls += j.cnt[k].blas_calls;
-            cnt->permuted_elems += j.cnt[k].permuted_elems;
-        }
+        if (p->blas_threads > 1)
+            eb_blas_set_threads(p->blas_threads);
+        for (int k = 0; k < 2; k++)
+            eb_exec_counters_add(cnt, &j.cnt[k]);
         for (int t = p->fork; t < p->nsteps; t++)
             if (!p->lane[t])
                 run_turn(p, t, p->team, cnt);
@@ -1134,11 +1131,9 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
     p->team = team;
     /* Too little work to gain from the team (fuse.h, EB_SOLO_WORK): the
      * caller runs it alone, with OpenBLAS at one thread during runs. */
-    if (p->solo) {
+    if (p->solo)
         p->team = NULL;
-        p->blas_threads = eb_blas_threads() > 1 ? eb_blas_threads() : 0;
-    }
-    p->team_blas = eb_blas_threads();
+    p->blas_threads = eb_blas_threads();
     bind(p, inputs, inst->num_tensors);
     *ex = (eb_executor){.ctx = p, .mode = "trace", .run = trace_run,
                         .release = trace_release, .destroy = trace_destroy,
