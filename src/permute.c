@@ -1113,6 +1113,38 @@ tile_body(int64_t ni, int64_t no, const char *xt, int64_t st, const char *xo,
                  xo + i * xi + o * xs);
 }
 
+/* The next tile's lines that a RUNS tile prefetches as it moves its own
+ * (for tiles of a large box): the distance d[s] in bytes to the next
+ * tile's base of out, t and y (0, 1, 2), and the byte offsets of the
+ * lines of one tile's footprint in out from its base (n of them, 0: out
+ * not prefetched). Rows that run on into each other or overlap (out's
+ * rows of 9 that make runs of 81 over dims of t's run) are one span, so
+ * each line is asked for about once (a prefetch of each row's lines asked
+ * for most lines three times, at about a third of a copy's
+ * instructions); band b of a tile's bands asks for the b-th share. t's
+ * rows are prefetched with each block and y's along its rows with each
+ * band (runs_body). */
+enum { PF_LINES_MAX = 2048 };
+
+typedef struct {
+    int64_t d[3];
+    int out_rows; /* 1: out's rows prefetched each on its own, no list */
+    int n;
+    int per; /* lines per band: n over the tile's bands, rounded up */
+    int64_t line[PF_LINES_MAX];
+} runs_pf;
+
+/* Band bi's share of pf's lines of out, at out (the tile's base). */
+__attribute__((always_inline)) static inline void
+pf_band(const runs_pf *pf, const char *out, int64_t bi)
+{
+    const char *b = out + pf->d[0];
+    int64_t i = bi * pf->per, e = i + pf->per;
+    e = e < pf->n ? e : pf->n;
+    for (; i < e; i++)
+        __builtin_prefetch(b + pf->line[i], 1);
+}
+
 /* Prefetch each line of the `bytes` at p, and the line of the last one
  * (for a write when `write`). */
 __attribute__((always_inline)) static inline void
@@ -1141,7 +1173,7 @@ prefetch_run(const char *p, int64_t bytes, const int write)
 __attribute__((target("avx2"), always_inline)) static inline void
 runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
           const int64_t *tx, const int64_t *yx, const char *t, const char *y,
-          char *out, const int64_t *pf, const int how, const int k)
+          char *out, const runs_pf *pf, const int how, const int k)
 {
     const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
     const int nsrc = KIND_NSRC(k);
@@ -1154,7 +1186,7 @@ runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
     }
     /* Blocks in bands of v elements of t's run (v rows of out, each
      * written along out's run in order). */
-    for (int64_t q0 = 0; q0 < nq; q0 += v) {
+    for (int64_t q0 = 0, bi = 0; q0 < nq; q0 += v, bi++) {
         int64_t q = q0 + v <= nq ? q0 : nq - v;
         char *orow[8];
         const char *yq_[8];
@@ -1163,30 +1195,34 @@ runs_body(int64_t nq, const int64_t *oq, const int64_t *yq, int64_t no,
             orow[c] = out + oq[q + c] * es;
             yq_[c] = y + yq[q + c] * es;
         }
-        /* The next tile's rows of out and of y read along them: each
-         * line once, here, rather than with every block (a prefetch per
-         * block and row cost as much as the block's moves in cache).
-         * Out's rows only where they are short (pf[0] 0 otherwise: rows
-         * of whole lines wait in the store buffer, and the prefetches
-         * cost more than they saved). */
-        if (pf && pf[0])
-            for (int c = 0; c < v; c++)
-                prefetch_run(orow[c] + pf[0], no * es, 1);
-        if (pf && nsrc == 2 && how == RUNS_DIRECT)
-            for (int c = 0; c < v; c++)
-                prefetch_run(yq_[c] + pf[2], no * es, 0);
+        /* This band's share of the next tile's lines (a prefetch per
+         * block and row cost as much as the block's moves in cache, and
+         * asked for most lines several times). */
+        if (pf) {
+            if (pf->out_rows)
+                for (int c = 0; c < v; c++)
+                    prefetch_run(orow[c] + pf->d[0], no * es, 1);
+            else
+                pf_band(pf, out, bi);
+            if (nsrc == 2 && how == RUNS_DIRECT)
+                for (int c = 0; c < v; c++)
+                    prefetch_run(yq_[c] + pf->d[2], no * es, 0);
+        }
         for (int64_t o0 = 0; o0 < no; o0 += v) {
             int64_t o = o0 + v <= no ? o0 : no - v;
             const char *rq[8];
             _Pragma("GCC unroll 8")
             for (int c = 0; c < v; c++)
                 rq[c] = t + (tx[o + c] + q) * es;
+            /* t's rows (and y's read as t is) with every block: spread
+             * over the tile, where a band's share at once ran slower. */
             if (pf) {
                 _Pragma("GCC unroll 8")
                 for (int c = 0; c < v; c++) {
-                    __builtin_prefetch(rq[c] + pf[1]);
+                    __builtin_prefetch(rq[c] + pf->d[1]);
                     if (nsrc == 2 && how == RUNS_TRANS)
-                        __builtin_prefetch(y + (yx[o + c] + q) * es + pf[2]);
+                        __builtin_prefetch(y + (yx[o + c] + q) * es +
+                                           pf->d[2]);
                 }
             }
             __m256d r[8];
@@ -1229,7 +1265,7 @@ runs_rep_body(int64_t nrep, const int64_t *ro, const int64_t *rt,
               const int64_t *ry, int64_t nq, const int64_t *oq,
               const int64_t *yq, int64_t no, const int64_t *tx,
               const int64_t *yx, const char *t, const char *y, char *out,
-              const int64_t *pf, int how, const int k)
+              const runs_pf *pf, int how, const int k)
 {
     const int64_t es = KIND_ES(k), v = 32 / KIND_ES(k);
     if (KIND_NSRC(k) == 1 && nq == v && no == v) {
@@ -1381,7 +1417,7 @@ typedef void runs_fn(int64_t nrep, const int64_t *ro, const int64_t *rt,
                      const int64_t *ry, int64_t nq, const int64_t *oq,
                      const int64_t *yq, int64_t no, const int64_t *tx,
                      const int64_t *yx, const char *t, const char *y,
-                     char *out, const int64_t *pf, int how);
+                     char *out, const runs_pf *pf, int how);
 
 #define EB_VEC_KERNELS(K)                                                   \
     __attribute__((target("avx2"))) static void eb_kern_perm_row_avx2_##K(  \
@@ -1428,7 +1464,7 @@ EB_VEC_KERNELS(K_MC128)
         const int64_t *ry, int64_t nq, const int64_t *oq,                   \
         const int64_t *yq, int64_t no, const int64_t *tx,                   \
         const int64_t *yx, const char *t, const char *y, char *out,         \
-        const int64_t *pf, int how)                                         \
+        const runs_pf *pf, int how)                                         \
     {                                                                       \
         runs_rep_body(nrep, ro, rt, ry, nq, oq, yq, no, tx, yx, t, y, out,  \
                       pf, how, K);                                          \
@@ -1749,6 +1785,39 @@ perm_table(int n, const int32_t *t, const char *x0, const char *x1,
     }
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* pf's lines of out for a tile of nb bands: nrow rows of len elements
+ * (of es bytes) at start[] (sorted here, in tmp), rows that run on into
+ * or overlap the next one taken as one span. Where that saves less than
+ * a quarter of the rows' own prefetches, out_rows instead (a list costs
+ * a load per line more than the rows' loops). */
+static void pf_lines(runs_pf *pf, const int64_t *start, int64_t nrow,
+                     int64_t len, int64_t es, int64_t nb, int64_t *tmp)
+{
+    int n = 0;
+    for (int64_t r = 0; r < nrow; r++)
+        tmp[r] = start[r];
+    qsort(tmp, (size_t)nrow, sizeof *tmp, cmp_i64);
+    for (int64_t r = 0; r < nrow && n < PF_LINES_MAX;) {
+        int64_t b = tmp[r], e = b + len;
+        for (r++; r < nrow && tmp[r] <= e; r++)
+            e = tmp[r] + len > e ? tmp[r] + len : e;
+        for (int64_t x = b * es; x < e * es && n < PF_LINES_MAX; x += 64)
+            pf->line[n++] = x;
+        if (n < PF_LINES_MAX)
+            pf->line[n++] = e * es - 1;
+    }
+    int64_t rows = nrow * ((len * es + 63) / 64 + 1);
+    pf->out_rows = nrow > 0 && 4 * (int64_t)n > 3 * rows;
+    pf->n = pf->out_rows ? 0 : n;
+    pf->per = (int)((pf->n + nb - 1) / nb);
+}
+
 /* The loop nest with the split dim limited to [lo, hi): every dim of more
  * than one block steps by its block; the tile covers the blocked dims. */
 __attribute__((always_inline)) static inline void
@@ -1826,7 +1895,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                                                   : NULL;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
     int64_t oq[RUN_MAX], yq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
-    int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1;
+    int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1, pf_qext = -1;
     int64_t nrep = rep_offsets(p, ro);
     int lr = runs ? p->run[p->nrun - 1] : 0,
         lo_run = runs ? p->orun[p->norun - 1] : 0;
@@ -1844,16 +1913,20 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
      * 15.8 with; its 648-byte rows (a multiply by a transpose of 43 M
      * elements) 44-50 without, 48-53 with. */
     int rpf = runs && nl && p->elems * es >= GENERIC_PF_MIN_BYTES;
-    int64_t rpfd[3] = {0, 0, 0};
+    int pf_out = 0;
+    runs_pf rp;
     if (rpf) {
         int d = ld[nl - 1];
         int64_t orow = 1;
         for (int q = 0; q < p->norun; q++)
             orow *= p->block[p->orun[q]];
-        if (orow * es < RUNS_BIG_OUT_RUN_BYTES)
-            rpfd[0] = p->block[d] * p->stride[0][d] * es;
-        rpfd[1] = p->block[d] * p->stride[t][d] * es;
-        rpfd[2] = p->block[d] * p->stride[3 - t][d] * es;
+        /* Out's rows only where they are short: rows of whole lines wait
+         * in the store buffer, and the prefetches cost more than they
+         * saved. */
+        pf_out = orow * es < RUNS_BIG_OUT_RUN_BYTES;
+        rp.d[0] = p->block[d] * p->stride[0][d] * es;
+        rp.d[1] = p->block[d] * p->stride[t][d] * es;
+        rp.d[2] = p->block[d] * p->stride[3 - t][d] * es;
     }
     for (;;) {
         const char *a = x0 + off[1] * es, *b = x1 + off[2] * es;
@@ -1884,14 +1957,21 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                 nq = run_offsets(p, p->run, p->nrun, ext, 0, 3 - t, oq, yq);
                 qext = ext[lr];
             }
-            if (ext[lo_run] != oext) {
+            int renew = ext[lo_run] != oext;
+            if (renew) {
                 no = run_offsets(p, p->orun, p->norun, ext, t, 3 - t, tx,
                                  yx);
                 oext = ext[lo_run];
             }
+            if (rpf && (renew || ext[lr] != pf_qext)) {
+                int64_t v = 32 / es, nb = (nq + v - 1) / v,
+                        tmp[RUN_MAX];
+                pf_lines(&rp, oq, pf_out ? nq : 0, no, es, nb, tmp);
+                pf_qext = ext[lr];
+            }
             runs_fns[k](nrep, ro[0], ro[t], ro[3 - t], nq, oq, yq, no, tx,
                         yx, t == 1 ? a : b, t == 1 ? b : a, w,
-                        rpf ? rpfd : NULL, p->how);
+                        rpf ? &rp : NULL, p->how);
         } else if (tile4)
             for (int64_t e = 0; e < nrep; e++) {
                 const char *ra = a + ro[1][e] * es, *rb = b + ro[2][e] * es;

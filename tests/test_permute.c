@@ -805,6 +805,47 @@ static void test_runs_big(eb_team *team)
     }
 }
 
+/* RUNS tiles of a box past GENERIC_PF_MIN_BYTES prefetch the next tile
+ * as they move this one; out's short rows (72 bytes here: out's run of
+ * 3 x 3, the source's run its next dims) from a list of the tile's lines
+ * in out, rows that make longer runs merged: a copy of 13 dims of 3 (12.7
+ * MiB an array) in gm_queen's kind of order, one and two threads, bit
+ * for bit. */
+static void test_runs_short_rows(eb_team *team)
+{
+    static const char out_order[] = "nodqrgybesvhf",
+                      src_order[] = "bqfghenodryvs";
+    enum { R = 13 };
+    int nat[R], src[R];
+    int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        shape[d] = 3;
+        nat[d] = d;
+        /* the source's dims, outermost first, as dims of out's box */
+        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
+    }
+    int64_t n = strides_in_order(R, shape, nat, 1, so);
+    strides_in_order(R, shape, src, 1, s0);
+    eb_perm p;
+    eb_perm_plan_dt(&p, EB_F64, R, shape, so, s0, NULL);
+    int64_t row = 1;
+    for (int k = 0; p.mode == EB_PERM_RUNS && k < p.norun; k++)
+        row *= p.block[p.orun[k]];
+    EB_CHECK(p.mode == EB_PERM_RUNS && row * 8 == 72 &&
+                 out_run_bytes(&p) > 72,
+             "a copy of 13 dims of 3 runs in RUNS tiles with out's rows of "
+             "72 bytes that make longer runs in out (mode %d rows %lld "
+             "bytes, runs %lld)", p.mode, (long long)row * 8,
+             (long long)out_run_bytes(&p));
+    eb_dtype saved = cur_dt;
+    cur_dt = EB_F64;
+    EB_CHECK(run_case(R, shape, nat, s0, NULL, n, 0, team, 0),
+             "a RUNS copy of %lld elements with out's short rows "
+             "prefetched (%d threads) is right",
+             (long long)n, eb_team_size(team));
+    cur_dt = saved;
+}
+
 /* XROW rows: out's innermost dim R (2 to 15) along which a source e is
  * constant and contiguous along the next dim n, the other source laid
  * out as out (an outer product's operands), or e alone (a broadcast
@@ -954,6 +995,8 @@ int main(void)
     test_generic_big(two);
     test_runs_big(NULL);
     test_runs_big(two);
+    test_runs_short_rows(NULL);
+    test_runs_short_rows(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
         cur_dt = (eb_dtype)t;
         for (int r = 1; r <= 8; r++) {
