@@ -16,6 +16,10 @@
 #include "team.h"
 #include "vec512.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Element `off` of a buffer of elements of esz bytes. */
 static inline void *at(const void *base, int64_t off, size_t esz)
 {
@@ -832,6 +836,20 @@ static void cp_offsets(const eb_plan *p, int d0, int d1, int64_t i,
     }
 }
 
+/* a[e] += b[e] for e < n, two at a time (SSE2, every x86-64; the
+ * compiler does not vectorize a loop whose arrays may overlap). */
+static void add_into(double *a, const double *b, int64_t n)
+{
+    int64_t e = 0;
+#if defined(__SSE2__)
+    for (; e + 2 <= n; e += 2)
+        _mm_storeu_pd(a + e,
+                      _mm_add_pd(_mm_loadu_pd(a + e), _mm_loadu_pd(b + e)));
+#endif
+    for (; e < n; e++)
+        a[e] += b[e];
+}
+
 /* A chunk's product per batch element i of the chunk: into C (acc NULL),
  * else into the compact block acc (i's at acc + i M N, rows of N: the
  * kernel's fastest layout), which the first chunk along the outer
@@ -855,8 +873,7 @@ static void cp_product(const eb_plan *p, const double *a, const double *b,
             eb_kern_small_gemm(M, N, p->cp_K, ai, p->sam, bi, p->sbn, &k, cb,
                                N, 1);
             double *ac = acc + i * mn;
-            for (int64_t e = 0; e < mn; e++)
-                ac[e] += cb[e];
+            add_into(ac, cb, mn);
         }
         batch_next(p, p->nb, idx, off);
     }
@@ -897,6 +914,17 @@ __attribute__((always_inline)) static inline void
 cp_groups(const double *yr, const int32_t *tr, double *blk, int64_t i,
           int64_t i1, const int64_t lead)
 {
+#if defined(__SSE2__)
+    if (lead == 3) {
+        /* Two moves a group, not three. */
+        for (; i < i1; i += 3) {
+            double *d = blk + tr[i];
+            _mm_storeu_pd(d, _mm_loadu_pd(yr + i));
+            d[2] = yr[i + 2];
+        }
+        return;
+    }
+#endif
     for (; i < i1; i += lead) {
         double *d = blk + tr[i];
         _Pragma("GCC unroll 4")
@@ -926,9 +954,16 @@ static void cp_scatter(const eb_plan *p, const int32_t *tab,
         const double *yr = y + roff[r];
         const int32_t *tr = tab + r * n;
         for (int64_t i0 = 0; i0 < n; i0 += step) {
-            for (int64_t e = 0; e < step && pb; e += 8) {
-                __builtin_prefetch(pb + roff[pr] + pi);
-                if ((pi += 8) >= n) {
+            /* The cursor's next `step` elements, a line (8) apart, in
+             * pieces within one run. */
+            for (int64_t e = 0; e < step && pb;) {
+                int64_t m = step - e < n - pi ? step - e : n - pi;
+                const double *q = pb + roff[pr] + pi;
+                for (int64_t u = 0; u < m; u += 8)
+                    __builtin_prefetch(q + u);
+                m = (m + 7) & ~(int64_t)7;
+                e += m;
+                if ((pi += m) >= n) {
                     pi -= n;
                     if (++pr == nr) {
                         pb = pb == y ? ynext : NULL;
