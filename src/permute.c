@@ -1785,10 +1785,32 @@ perm_table(int n, const int32_t *t, const char *x0, const char *x1,
     }
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* v[i] sifted down the heap v[0, n) (largest on top). */
+static void sift_i64(int64_t *v, int64_t i, int64_t n)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    for (int64_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && v[c + 1] > v[c])
+            c++;
+        if (v[i] >= v[c])
+            return;
+        int64_t t = v[i];
+        v[i] = v[c];
+        v[c] = t;
+    }
+}
+
+/* Sorts v[0, n) ascending in place (a heap sort: qsort may allocate,
+ * and nothing allocates during a run). */
+static void sort_i64(int64_t *v, int64_t n)
+{
+    for (int64_t k = n / 2; k-- > 0;)
+        sift_i64(v, k, n);
+    for (int64_t m = n - 1; m > 0; m--) {
+        int64_t t = v[0];
+        v[0] = v[m];
+        v[m] = t;
+        sift_i64(v, 0, m);
+    }
 }
 
 /* pf's lines of out for a tile of nb bands: nrow rows of len elements
@@ -1802,7 +1824,7 @@ static void pf_lines(runs_pf *pf, const int64_t *start, int64_t nrow,
     int n = 0;
     for (int64_t r = 0; r < nrow; r++)
         tmp[r] = start[r];
-    qsort(tmp, (size_t)nrow, sizeof *tmp, cmp_i64);
+    sort_i64(tmp, nrow);
     for (int64_t r = 0; r < nrow && n < PF_LINES_MAX;) {
         int64_t b = tmp[r], e = b + len;
         for (r++; r < nrow && tmp[r] <= e; r++)
