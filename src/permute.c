@@ -1917,7 +1917,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                                                   : NULL;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
     int64_t oq[RUN_MAX], yq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
-    int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1, pf_qext = -1;
+    int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1;
     int64_t nrep = rep_offsets(p, ro);
     int lr = runs ? p->run[p->nrun - 1] : 0,
         lo_run = runs ? p->orun[p->norun - 1] : 0;
@@ -1946,6 +1946,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
          * in the store buffer, and the prefetches cost more than they
          * saved. */
         pf_out = orow * es < RUNS_BIG_OUT_RUN_BYTES;
+        rp.out_rows = rp.n = rp.per = 0; /* until pf_lines */
         rp.d[0] = p->block[d] * p->stride[0][d] * es;
         rp.d[1] = p->block[d] * p->stride[t][d] * es;
         rp.d[2] = p->block[d] * p->stride[3 - t][d] * es;
@@ -1975,21 +1976,22 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                w);
         } else if (runs) {
             /* Only each run's last dim has edges. */
+            int renew = 0;
             if (ext[lr] != qext) {
                 nq = run_offsets(p, p->run, p->nrun, ext, 0, 3 - t, oq, yq);
                 qext = ext[lr];
+                renew = 1;
             }
-            int renew = ext[lo_run] != oext;
-            if (renew) {
+            if (ext[lo_run] != oext) {
                 no = run_offsets(p, p->orun, p->norun, ext, t, 3 - t, tx,
                                  yx);
                 oext = ext[lo_run];
+                renew = 1;
             }
-            if (rpf && (renew || ext[lr] != pf_qext)) {
+            if (rpf && pf_out && renew) {
                 int64_t v = 32 / es, nb = (nq + v - 1) / v,
                         tmp[RUN_MAX];
-                pf_lines(&rp, oq, pf_out ? nq : 0, no, es, nb, tmp);
-                pf_qext = ext[lr];
+                pf_lines(&rp, oq, nq, no, es, nb, tmp);
             }
             runs_fns[k](nrep, ro[0], ro[t], ro[3 - t], nq, oq, yq, no, tx,
                         yx, t == 1 ? a : b, t == 1 ? b : a, w,
