@@ -664,8 +664,9 @@ static void vec_part(void *arg, int part, int nparts)
             const double *a = j->a + off[0] + w0 * p->vsw[0];
             double *c = j->c + off[2] + w0 * p->vscw;
             if (j->rows) {
+                int64_t nx = hi - w0 - wb; /* the next block's */
                 eb_kern_vec_rows_pack(wb, p->K, p->N, j->b + off[1] + w0,
-                                      j->bk, j->bn, pa);
+                                      j->bk, j->bn, pa, nx < wb ? nx : wb);
                 eb_kern_vec_rows_avx512(wb, p->M, p->N, p->K, a, j->am,
                                         j->ak, p->vsw[0], pa, c + j->cn[0],
                                         j->cm, p->vscw);

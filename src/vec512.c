@@ -212,13 +212,22 @@ void eb_kern_vec_packed_avx512(int64_t wb, int64_t M, int64_t N, int64_t K,
  * order. */
 __attribute__((target("avx2"))) void
 eb_kern_vec_rows_pack(int64_t wb, int64_t K, int64_t N, const double *b,
-                      const int64_t *bk, const int64_t *bn, double *pbw)
+                      const int64_t *bk, const int64_t *bn, double *pbw,
+                      int64_t pfw)
 {
     int64_t KN = K * N, n4 = N / 4 * 4, x = 0;
     for (; x + 4 <= wb; x += 4)
         for (int64_t k = 0; k < K; k++) {
             const double *bx = b + bk[k] + x;
             double *d = pbw + x * KN + k * N;
+            /* B's K N rows are as many streams, too many for the
+             * hardware prefetcher when B comes from memory: each line
+             * of this block fetches the line of the next block's pfw
+             * elements wb further on into L2. */
+            if ((x & 7) == 0 && x < pfw)
+                for (int64_t n = 0; n < N; n++)
+                    _mm_prefetch((const char *)(bx + bn[n] + wb),
+                                 _MM_HINT_T1);
             for (int64_t n = 0; n < n4; n += 4) {
                 __m256d r[4] = {_mm256_loadu_pd(bx + bn[n]),
                                 _mm256_loadu_pd(bx + bn[n + 1]),
@@ -306,6 +315,12 @@ eb_kern_vec_rows_avx512(int64_t wb, int64_t M, int64_t N, int64_t K,
             for (int r = 0; r < mr; r++) {
                 ar[r] = a + am[m + r] + x * saw;
                 cr[r] = c + cm[m + r] + x * scw;
+                /* C's rows are as many write streams: the row of
+                 * element x + 8 is fetched now (its first and last
+                 * line), so that its stores do not wait for memory. */
+                const char *cq = (const char *)(cr[r] + 8 * scw);
+                _mm_prefetch(cq, _MM_HINT_T0);
+                _mm_prefetch(cq + 8 * N - 8, _MM_HINT_T0);
                 if (fetch)
                     for (int64_t q = 0; q < npf; q++)
                         _mm_prefetch((const char *)(ar[r] + ak[kpf[q]] +

@@ -39,8 +39,11 @@ void eb_kern_vec_rows_avx512(int64_t wb, int64_t M, int64_t N, int64_t K,
 
 /* The pack of eb_kern_vec_rows_avx512: element x's B(k, n) at pbw[(x K
  * + k) N + n], from B(k, n) of element x at b + bk[k] + bn[n] + x (w of
- * unit stride in B), for wb elements; K N wb doubles. */
+ * unit stride in B), for wb elements; K N wb doubles. The next block's
+ * first pfw elements (those at x + wb, pfw <= wb; 0: none) are prefetched
+ * into L2 meanwhile. */
 void eb_kern_vec_rows_pack(int64_t wb, int64_t K, int64_t N, const double *b,
-                           const int64_t *bk, const int64_t *bn, double *pbw);
+                           const int64_t *bk, const int64_t *bn, double *pbw,
+                           int64_t pfw);
 
 #endif

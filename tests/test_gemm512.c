@@ -363,7 +363,9 @@ static void check_vec_rows(int64_t wb, int64_t M, int64_t N, int64_t K,
     int64_t scw = N + 2;
     for (int64_t m = 0; m < M; m++)
         cm[m] = m * (scw * wb + 3);
-    int64_t na = M * row, nb = bk[K - 1] + bn[N - 1] + wb;
+    /* (B's last row followed by wb more elements: the next block that
+     * the pack prefetches) */
+    int64_t na = M * row, nb = bk[K - 1] + bn[N - 1] + 2 * wb;
     int64_t span = cm[M - 1] + (wb - 1) * scw + N + 8;
     double *a = malloc(sizeof *a * (size_t)na);
     double *b = malloc(sizeof *b * (size_t)nb);
@@ -378,7 +380,7 @@ static void check_vec_rows(int64_t wb, int64_t M, int64_t N, int64_t K,
     fill_random(b, nb, seed);
     for (int64_t x = 0; x < span; x++)
         c[x] = -7.0;
-    eb_kern_vec_rows_pack(wb, K, N, b, bk, bn, pk);
+    eb_kern_vec_rows_pack(wb, K, N, b, bk, bn, pk, wb % 2 ? 0 : wb);
     int64_t packed = 0;
     for (int64_t x = 0; x < wb; x++)
         for (int64_t k = 0; k < K; k++)
