@@ -478,7 +478,11 @@ static int small_square(const eb_plan *p)
  * measured faster, both ways round, long sides of 13200 and 19683 too
  * (own / BLAS time 0.31-0.91, one exception at 1.09 that skinny_to_blas
  * keeps on BLAS; docs/engine-gemm.md, "AVX-512"), so every GEMM with a
- * side below EB_SKINNY_SIDE goes to it, batched ones only where every
+ * side below EB_OWN_WIDER_SIDE goes to it (sides of 32 to 127 too:
+ * lm's 64 x 1996 x 64, read in place through a two-level K where BLAS
+ * needed B permuted, 0.43-0.50x the time; 121 x 1100 x 144 0.55x; every
+ * such step of mera 0.34-0.97x; docs/bench.md, "Twenty-fifth round"),
+ * batched ones only where every
  * batch label has a stride in both operands (own_batch): with a batch
  * along which B is broadcast, mera's 136 x 9720 x 441 became 17 batch
  * elements of 8 rows, each reading all of a 34 MB B from memory (eager
@@ -536,7 +540,7 @@ static int own_batch(const axes *ax, const group *gb)
 static int skinny_own(const eb_plan *p, int wide, int own, int own_batched)
 {
     if (own && (p->nbatch == 1 || own_batched))
-        return p->M < EB_SKINNY_SIDE || p->N < EB_SKINNY_SIDE;
+        return p->M < EB_OWN_WIDER_SIDE || p->N < EB_OWN_WIDER_SIDE;
     if (p->M >= SKINNY_MN && p->N >= SKINNY_MN && !(wide && mid_skinny(p)))
         return 0;
     return (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG) ||

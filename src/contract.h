@@ -39,11 +39,14 @@ struct eb_team;
  * accordingly (trace.c, skinny_lead). */
 enum { EB_SKINNY_MN = 21, EB_SKINNY_SIDE = 32 };
 
-/* Does the planner give every GEMM with a side below EB_SKINNY_SIDE (and
- * no batch label that an operand is broadcast along) to the own kernel
- * because that kernel runs twice the BLAS's vector width (its AVX-512 row
- * kernel, OpenBLAS's AVX2 kernels)? Otherwise the rules of contract.c
- * (SKINNY_MN, mid_skinny, ...) apply. */
+/* Does the planner give every GEMM with a side below EB_OWN_WIDER_SIDE
+ * (and no batch label that an operand is broadcast along) to the own
+ * kernel because that kernel runs twice the BLAS's vector width (its
+ * AVX-512 row kernel, OpenBLAS's AVX2 kernels)? Otherwise the rules of
+ * contract.c (SKINNY_MN, mid_skinny, ...) apply. GEMMs whose sides are
+ * both EB_OWN_WIDER_SIDE or longer stay with BLAS (DESIGN 4.1: GEMM work
+ * goes to OpenBLAS; the headline matmuls, 128 to 1024 a side, on it). */
+enum { EB_OWN_WIDER_SIDE = 128 };
 int eb_contract_own_wider(void);
 
 typedef enum {
