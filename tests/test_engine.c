@@ -23,9 +23,10 @@ typedef struct {
  * the BLAS has small-matrix kernels (eb_blas_small_kernels). */
 #define KIND_SQUARE ((eb_kind)-2)
 
-/* Expected kind of a skinny GEMM that the rules without a wider own
- * kernel give to BLAS: the own kernel's where eb_contract_own_wider()
- * (and then read in place: no operand preparations). */
+/* Expected kind of a GEMM with a side below EB_OWN_WIDER_SIDE that the
+ * rules without a wider own kernel give to BLAS: the own kernel's where
+ * eb_contract_own_wider() (and then read in place: no operand
+ * preparations). */
 #define KIND_SKINNY ((eb_kind)-3)
 
 static eb_kind want_kind(eb_kind k)
@@ -38,11 +39,19 @@ static eb_kind want_kind(eb_kind k)
 }
 
 static const case_t cases[] = {
-    {"ij,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,kj->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,jk->ik", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ji,kj->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
-    {"ij,jk->ki", "i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    {"ij,kj->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    {"ji,jk->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    {"ji,kj->ki", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    {"ij,jk->ki", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    /* Both sides of C at least EB_OWN_WIDER_SIDE: BLAS with any CPU. */
+    {"ij,jk->ik", "i=136,j=48,k=130", EB_KIND_GEMM, 0},
+    {"ij,kj->ik", "i=136,j=48,k=130", EB_KIND_GEMM, 0},
+    {"ji,jk->ik", "i=136,j=48,k=130", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=136,j=48,k=130", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=136,j=48,k=130", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=128,j=48,k=131", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=127,j=48,k=131", KIND_SKINNY, 0},
     /* All sides <= 64, M and N multiples of 4: the own kernel, unless
      * the BLAS has small-matrix kernels of its own. */
     {"ij,jk->ik", "i=64,j=48,k=40", KIND_SQUARE, 0},
@@ -50,7 +59,7 @@ static const case_t cases[] = {
     {"ji,jk->ik", "i=64,j=48,k=40", KIND_SQUARE, 0},
     {"ji,kj->ki", "i=64,j=48,k=40", KIND_SQUARE, 0},
     {"ij,jk->ki", "i=64,j=33,k=40", KIND_SQUARE, 0},
-    {"ij,jk->ik", "i=64,j=48,k=42", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=64,j=48,k=42", KIND_SKINNY, 0},
     {"bij,bjk->bik", "b=3,i=40,j=33,k=30", KIND_SKINNY, 0},
     {"bij,bjk->bik", "b=300,i=4,j=5,k=3", EB_KIND_SMALL_GEMM, 0},
     {"bij,bjk->ibk", "b=5,i=30,j=20,k=17", -1, -1},
@@ -69,7 +78,8 @@ static const case_t cases[] = {
     {",ij->ij", "i=3,j=4", EB_KIND_OUTER, 0},
     {",->", "", EB_KIND_MUL, 0},
     {"i,->i", "i=5", EB_KIND_OUTER, 0},
-    {"aij,jk->aik", "a=1,i=68,j=48,k=40", EB_KIND_GEMM, 0},
+    {"aij,jk->aik", "a=1,i=68,j=48,k=40", KIND_SKINNY, 0},
+    {"aij,jk->aik", "a=1,i=136,j=48,k=130", EB_KIND_GEMM, 0},
     {"ij,jk->ik", "i=1,j=1,k=1", EB_KIND_MUL, 0},
     {"ij,jk->ik", "i=1,j=48,k=40", EB_KIND_GEMV, 0},
     {"tkj,to->tokj", "t=16,k=16,j=16,o=64", -1, -1},
@@ -96,11 +106,16 @@ static const case_t cases[] = {
     {"ijk->ki", "i=301,j=3,k=299", EB_KIND_COPY, 0},
     /* BLAS GEMMs that two engine threads split between them: along M or
      * N (whichever is longer, lengths not multiples of 8), C row- or
-     * column-major, operands stored transposed. */
-    {"ij,jk->ik", "i=70,j=40,k=33", EB_KIND_GEMM, 0},
-    {"ij,jk->ik", "i=33,j=40,k=150", EB_KIND_GEMM, 0},
-    {"ij,jk->ki", "i=45,j=40,k=101", EB_KIND_GEMM, 0},
-    {"ji,kj->ik", "i=50,j=40,k=41", EB_KIND_GEMM, 0},
+     * column-major, operands stored transposed; the same shapes with
+     * sides below EB_OWN_WIDER_SIDE on the own kernel where it is wider. */
+    {"ij,jk->ik", "i=70,j=40,k=33", KIND_SKINNY, 0},
+    {"ij,jk->ik", "i=33,j=40,k=150", KIND_SKINNY, 0},
+    {"ij,jk->ki", "i=45,j=40,k=101", KIND_SKINNY, 0},
+    {"ji,kj->ik", "i=50,j=40,k=41", KIND_SKINNY, 0},
+    {"ij,jk->ik", "i=140,j=40,k=133", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=133,j=40,k=150", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=145,j=40,k=201", EB_KIND_GEMM, 0},
+    {"ji,kj->ik", "i=150,j=40,k=141", EB_KIND_GEMM, 0},
     {"ji,kj->ki", "i=23,j=40,k=200", KIND_SKINNY, 0},
     /* ... and GEMVs, along y (lengths not multiples of 8), A or B stored
      * either way. */
