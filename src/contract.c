@@ -482,8 +482,8 @@ static int small_square(const eb_plan *p)
  * lm's 64 x 1996 x 64, read in place through a two-level K where BLAS
  * needed B permuted, 0.43-0.50x the time; 121 x 1100 x 144 0.55x; every
  * such step of mera 0.34-0.97x; docs/bench.md, "Twenty-fifth round"),
- * batched ones only where every
- * batch label has a stride in both operands (own_batch): with a batch
+ * batched ones only where every batch label has a stride in both
+ * operands (own_batch): with a batch
  * along which B is broadcast, mera's 136 x 9720 x 441 became 17 batch
  * elements of 8 rows, each reading all of a 34 MB B from memory (eager
  * 1.12x slower). Never under Valgrind (no AVX-512), so callgrind windows
