@@ -231,18 +231,24 @@ static void rows_part(void *arg, int part, int nparts)
     run_rows(p, j->a, j->b, j->c, lo, hi, &unused);
 }
 
-/* Part `part` of nparts of C's longer side, cut in multiples of unit:
- * rows [*lo, *hi) of C when the result is 1 (M is the longer side),
- * columns when 0; *lo >= *hi when the part is empty. */
-static int longer_side_part(const eb_plan *p, int64_t unit, int part,
-                            int nparts, int64_t *lo, int64_t *hi)
+/* Part `part` of nparts of C's rows (split_m) or columns, cut in
+ * multiples of unit: [*lo, *hi), empty when *lo >= *hi. */
+static void side_part(const eb_plan *p, int split_m, int64_t unit, int part,
+                      int nparts, int64_t *lo, int64_t *hi)
 {
-    int split_m = p->M >= p->N;
     int64_t len = split_m ? p->M : p->N;
     long long l, h;
     eb_team_split((len + unit - 1) / unit, part, nparts, &l, &h);
     *lo = l * unit;
     *hi = h * unit < len ? h * unit : len;
+}
+
+/* side_part of C's longer side; returns 1 for rows (M the longer). */
+static int longer_side_part(const eb_plan *p, int64_t unit, int part,
+                            int nparts, int64_t *lo, int64_t *hi)
+{
+    int split_m = p->M >= p->N;
+    side_part(p, split_m, unit, part, nparts, lo, hi);
     return split_m;
 }
 
@@ -340,11 +346,41 @@ static void run_ksplit(const eb_plan *p, const double *a, const double *b,
                 c[m * p->scm + nn * p->scn] += j.part_c[q - 1][m * p->N + nn];
 }
 
+/* C's outer side (the one of the larger stride in C) of a BLAS GEMM split
+ * over the team where it is at least OUTER_SPLIT_K4 / 4 times K, and
+ * long enough for a unit of 8 per part.
+ *
+ * Cut along C's contiguous side, each of C's rows is written half by one
+ * thread and half by the other, and each core's prefetchers run on along
+ * the row into lines the other core is writing: the last step of
+ * str_matrix_chain (C 371 x 424 with its 424 contiguous, K 24) took
+ * 0.164-0.168 ms on two threads against 0.153 on one, and 0.077-0.079
+ * with C cut into two blocks of whole rows; cuts aligned to 256 bytes
+ * instead of 64 changed nothing (0.169). Cut along the outer side, each
+ * part reads all of the other operand: where K is long next to that side
+ * (200 x 4000 x 128 with C's 200 rows outer) reading B twice cost more
+ * than the shared rows (2.17-2.22 ms against 2.30-2.48). Measured on the
+ * one-step instances listed in docs/engine.md ("Threads"), both cuts
+ * alternating, `plan --time --threads 2 --samples 40 --warmup 5`. */
+enum { OUTER_SPLIT_K4 = 7 };
+
+/* The side of C (1: M, 0: N) that blas_part splits into nparts: a GEMM's
+ * outer side where that pays (see OUTER_SPLIT_K4), else the longer. */
+static int blas_split_m(const eb_plan *p, int nparts)
+{
+    int outer_m = p->scm >= p->scn;
+    int64_t len = outer_m ? p->M : p->N;
+    if (p->kind == EB_KIND_GEMM && 4 * len >= OUTER_SPLIT_K4 * p->K &&
+        (len + 7) / 8 >= nparts)
+        return outer_m;
+    return p->M >= p->N;
+}
+
 /*
  * One BLAS GEMM or GEMV split by the engine: part k computes its share of
  * the longer side of C (in multiples of 8, the width of OpenBLAS's
- * kernels; a GEMV's C is its y) with a one-thread BLAS call, at every
- * size. OpenBLAS's own threading
+ * kernels; a GEMV's C is its y), a GEMM's where blas_gemm_part says its
+ * outer side, with a one-thread BLAS call, at every size. OpenBLAS's own threading
  * splits statically: its caller waits for a worker that sleeps between
  * calls or has lost its core to another process (256^3 under a load
  * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
@@ -361,7 +397,8 @@ static void blas_part(void *arg, int part, int nparts)
     const job *j = arg;
     const eb_plan *p = j->p;
     int64_t lo, hi;
-    int split_m = longer_side_part(p, 8, part, nparts, &lo, &hi);
+    int split_m = blas_split_m(p, nparts);
+    side_part(p, split_m, 8, part, nparts, &lo, &hi);
     if (lo >= hi)
         return;
     size_t esz = eb_dtype_size(p->dt);
@@ -402,7 +439,7 @@ static void run_own_split(const eb_plan *p, const void *a, const void *b,
     run_blas_job(team, n, blas_part, &j,
                  (double)p->M * (double)p->N * (double)p->K);
     /* One call per part that had columns or rows (units of 8) to compute. */
-    int64_t len = p->M >= p->N ? p->M : p->N;
+    int64_t len = blas_split_m(p, n) ? p->M : p->N;
     int64_t units = (len + 7) / 8, calls = units < n ? units : n;
     cnt->blas_calls += calls;
     if (gemm)

@@ -117,6 +117,13 @@ static const case_t cases[] = {
     {"ij,jk->ki", "i=145,j=40,k=201", EB_KIND_GEMM, 0},
     {"ji,kj->ik", "i=150,j=40,k=141", EB_KIND_GEMM, 0},
     {"ji,kj->ki", "i=23,j=40,k=200", KIND_SKINNY, 0},
+    /* ... along C's outer side where it is shorter but long next to K
+     * (blas_split_m): row-major C split by rows, column-major by columns;
+     * with a long K the longer side again. */
+    {"ij,jk->ik", "i=150,j=24,k=301", EB_KIND_GEMM, 0},
+    {"ij,jk->ki", "i=301,j=24,k=150", EB_KIND_GEMM, 0},
+    {"ji,kj->ki", "i=305,j=30,k=139", EB_KIND_GEMM, 0},
+    {"ij,jk->ik", "i=130,j=200,k=300", EB_KIND_GEMM, 0},
     /* ... and GEMVs, along y (lengths not multiples of 8), A or B stored
      * either way. */
     {"ij,j->i", "i=301,j=250", EB_KIND_GEMV, 0},
