@@ -1676,6 +1676,41 @@ vec_gemv_cols_avx2(int64_t ns, int nj, int64_t K, const double *s,
     }
 }
 
+/* sp[k spw + x] = s[sk[k] + x ssw] for x < ns, k < K, the k of each group
+ * of 4 contiguous in s (sk[k + i] = sk[k] + i) moved by 4 x 4 transposes
+ * of rows of s (lm's 1996 x (1 x 16 x 7) vector-batch GEMVs read s as
+ * 1996 rows of 16 contiguous: copied element by element, 4 stores a
+ * line, a third of the step's time in the network), the rest as
+ * scalars. */
+__attribute__((target("avx2"))) static void
+vec_gemv_pack_s_avx2(int64_t ns, int64_t K, const double *s,
+                     const int64_t *sk, int64_t ssw, double *sp, int64_t spw)
+{
+    int64_t x4 = ns / 4 * 4, k = 0;
+    for (; k + 4 <= K; k += 4) {
+        if (sk[k + 1] != sk[k] + 1 || sk[k + 2] != sk[k] + 2 ||
+            sk[k + 3] != sk[k] + 3)
+            break;
+        const double *sr = s + sk[k];
+        double *d = sp + k * spw;
+        for (int64_t x = 0; x < x4; x += 4) {
+            __m256d r[4];
+            for (int i = 0; i < 4; i++)
+                r[i] = _mm256_loadu_pd(sr + (x + i) * ssw);
+            eb_transpose4(r);
+            for (int i = 0; i < 4; i++)
+                _mm256_storeu_pd(d + i * spw + x, r[i]);
+        }
+        for (int64_t x = x4; x < ns; x++)
+            for (int i = 0; i < 4; i++)
+                d[i * spw + x] = sr[x * ssw + i];
+    }
+    /* The rest of the rows: one pass along s (x outer). */
+    for (int64_t x = 0; x < ns && k < K; x++)
+        for (int64_t q = k; q < K; q++)
+            sp[q * spw + x] = s[sk[q] + x * ssw];
+}
+
 int64_t eb_kern_vec_gemv_scratch(int64_t wb, int64_t K)
 {
     /* The runs for any wb' <= wb: all of wb' where K wb' fits the span,
@@ -1702,6 +1737,8 @@ void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
             for (int64_t k = 0; k < K; k++)
                 memcpy(sp + k * spw, s + sk[k] + w0,
                        (size_t)ns * sizeof(double));
+        else if (avx)
+            vec_gemv_pack_s_avx2(ns, K, s + w0 * ssw, sk, ssw, sp, spw);
         else /* one pass along s (w outer), not one per row k */
             for (int64_t x = 0; x < ns; x++)
                 for (int64_t k = 0; k < K; k++)

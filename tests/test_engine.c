@@ -279,6 +279,12 @@ static const case_t cases[] = {
     {"wu,nouw->wno", "w=301,u=5,n=3,o=4", EB_KIND_VEC_GEMM, 0},
     {"wu,nouw->wno", "w=77,u=3,n=5,o=1", EB_KIND_VEC_GEMM, 0},
     {"wu,nouw->now", "w=130,u=4,n=3,o=2", EB_KIND_VEC_GEMM, 0},
+    /* ... s read in place along w at a stride of 7 and 8 (its rows moved
+     * by 4 x 4 transposes, the tails of w and K scalar), and K in two
+     * runs of 5 (a group of 4 across them: scalar from there). */
+    {"wu,nouw->wno", "w=203,u=7,n=3,o=2", EB_KIND_VEC_GEMM, 0},
+    {"wu,nouw->wno", "w=150,u=8,n=2,o=3", EB_KIND_VEC_GEMM, 0},
+    {"vwu,nouvw->wno", "v=2,w=101,u=5,n=2,o=3", EB_KIND_VEC_GEMM, 0},
     {"ijb,bj->ib", "i=9,j=5,b=203", EB_KIND_VEC_GEMM, 1},
     {"uw,nouw->wno", "w=600,u=70,n=2,o=3", EB_KIND_VEC_GEMM, 0},
     {"uw,nouw->wno", "w=2000,u=5,n=3,o=4", EB_KIND_VEC_GEMM, 0},
