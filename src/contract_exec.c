@@ -379,9 +379,9 @@ static int blas_split_m(const eb_plan *p, int nparts)
 /*
  * One BLAS GEMM or GEMV split by the engine: part k computes its share of
  * the longer side of C (in multiples of 8, the width of OpenBLAS's
- * kernels; a GEMV's C is its y), a GEMM's where blas_gemm_part says its
- * outer side, with a one-thread BLAS call, at every size. OpenBLAS's own threading
- * splits statically: its caller waits for a worker that sleeps between
+ * kernels; a GEMV's C is its y; a GEMM's outer side where blas_split_m
+ * says so) with a one-thread BLAS call, at every size. OpenBLAS's own
+ * threading splits statically: its caller waits for a worker that sleeps between
  * calls or has lost its core to another process (256^3 under a load
  * average of 5 on 2 cores: 4.3 ms median against 0.79 ms on one thread),
  * while the team's parts go to whichever thread is free. On the lm

@@ -1676,12 +1676,22 @@ vec_gemv_cols_avx2(int64_t ns, int nj, int64_t K, const double *s,
     }
 }
 
-/* sp[k spw + x] = s[sk[k] + x ssw] for x < ns, k < K, the k of each group
- * of 4 contiguous in s (sk[k + i] = sk[k] + i) moved by 4 x 4 transposes
- * of rows of s (lm's 1996 x (1 x 16 x 7) vector-batch GEMVs read s as
- * 1996 rows of 16 contiguous: copied element by element, 4 stores a
- * line, a third of the step's time in the network), the rest as
- * scalars. */
+/* sp[q spw + x] = s[sk[q] + x ssw] for x < ns, k0 <= q < K: one pass
+ * along s (x outer), not one per row q. */
+static void vec_gemv_pack_s(int64_t ns, int64_t k0, int64_t K,
+                            const double *s, const int64_t *sk, int64_t ssw,
+                            double *sp, int64_t spw)
+{
+    for (int64_t x = 0; x < ns && k0 < K; x++)
+        for (int64_t q = k0; q < K; q++)
+            sp[q * spw + x] = s[sk[q] + x * ssw];
+}
+
+/* vec_gemv_pack_s from k0 = 0, the k of each group of 4 contiguous in s
+ * (sk[k + i] = sk[k] + i) moved by 4 x 4 transposes of rows of s, the
+ * rest as scalars (lm's 1996 x (1 x 16 x 7) vector-batch GEMVs read s as
+ * 1996 rows of 7: element by element, each store to another line, the
+ * copy took about 30% of those steps' samples). */
 __attribute__((target("avx2"))) static void
 vec_gemv_pack_s_avx2(int64_t ns, int64_t K, const double *s,
                      const int64_t *sk, int64_t ssw, double *sp, int64_t spw)
@@ -1705,10 +1715,7 @@ vec_gemv_pack_s_avx2(int64_t ns, int64_t K, const double *s,
             for (int i = 0; i < 4; i++)
                 d[i * spw + x] = sr[x * ssw + i];
     }
-    /* The rest of the rows: one pass along s (x outer). */
-    for (int64_t x = 0; x < ns && k < K; x++)
-        for (int64_t q = k; q < K; q++)
-            sp[q * spw + x] = s[sk[q] + x * ssw];
+    vec_gemv_pack_s(ns, k, K, s, sk, ssw, sp, spw);
 }
 
 int64_t eb_kern_vec_gemv_scratch(int64_t wb, int64_t K)
@@ -1739,10 +1746,8 @@ void eb_kern_vec_gemv(int64_t wb, int64_t J, int64_t K, const double *s,
                        (size_t)ns * sizeof(double));
         else if (avx)
             vec_gemv_pack_s_avx2(ns, K, s + w0 * ssw, sk, ssw, sp, spw);
-        else /* one pass along s (w outer), not one per row k */
-            for (int64_t x = 0; x < ns; x++)
-                for (int64_t k = 0; k < K; k++)
-                    sp[k * spw + x] = s[sk[k] + (w0 + x) * ssw];
+        else
+            vec_gemv_pack_s(ns, 0, K, s + w0 * ssw, sk, ssw, sp, spw);
         for (int64_t j0 = 0; j0 < J; j0 += 4) {
             int nj = J - j0 < 4 ? (int)(J - j0) : 4;
             int four = nj == 4 && cj[j0 + 1] == cj[j0] + 1 &&
