@@ -1143,34 +1143,66 @@ void eb_kern_small_gemm(int64_t M, int64_t N, int64_t K, const double *a,
     }
 }
 
+/* Does eb_kern_small_gemm stream B through a few-rows or few-K kernel
+ * (its first two tests)? */
+static int few_rows_taken(int64_t M, int64_t N, int64_t KT, int64_t sbn)
+{
+    if (sbn != 1 || N < FEW_ROWS_MIN_N || KT * N < FEW_ROWS_MIN_B)
+        return 0;
+    if (M > FEW_ROWS_MAX)
+        return M <= EB_FEW_K512_ROWS && KT <= FEW_K_MAX &&
+               eb_gemm512_usable();
+    return KT <= FEW_K_MAX || KT >= FEW_ROWS_MIN_K;
+}
+
+/*
+ * The shapes where eb_kern_small_gemm goes to one chunk of one slice of
+ * its row kernel, C row-major or, through C^T = B^T A^T, column-major:
+ * 1900 batch elements of 4 x 4 x 4 cost 37 ns an element in calls of the
+ * AVX-512 kernel, most of it set-up (docs/engine-gemm.md). Not where
+ * eb_kern_small_gemm streams a large B through its few-rows kernels: C^T's
+ * row kernel would read B^T's rows down K at B's row stride, one stream
+ * per k (tensornetwork's last step, 8 x (4 x 8192 x 256) with C
+ * column-major: 14.1-14.7 ms so, 4.1-5.4 per element).
+ */
+int eb_kern_small_gemm_batch_form(int64_t M, int64_t N, int64_t K,
+                                  const eb_gemm_k *k, int64_t sam,
+                                  int64_t sbn, int64_t scm, int64_t scn)
+{
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return 0;
+    int wide = eb_gemm512_usable();
+    int64_t KT = k->K1 * K;
+    eb_gemm_k t = {k->K1, k->sbk1, k->sbk, k->sak1, k->sak};
+    if (scn == 1 && !kvec_shape(M, N, K, k, sbn) &&
+        (wide ? eb_gemm512_one_panel(N, KT) : one_panel_avx2(N, KT)))
+        return 1;
+    if (scn != 1 && scm == 1 && !kvec_shape(N, M, K, &t, sam) &&
+        !few_rows_taken(M, N, KT, sbn) &&
+        (wide ? eb_gemm512_one_panel(M, KT) : one_panel_avx2(M, KT)))
+        return 2;
+    return 0;
+}
+
 void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
                               const double *a, int64_t sam, int64_t saw,
                               const double *b, int64_t sbn, int64_t sbw,
                               const eb_gemm_k *k, double *c, int64_t scm,
                               int64_t scn, int64_t scw)
 {
-    /* The shapes where eb_kern_small_gemm goes to one chunk of one slice
-     * of its row kernel (its few-rows kernels want K N >= 2^16), C
-     * row-major or, through C^T = B^T A^T, column-major: 1900 batch
-     * elements of 4 x 4 x 4 cost 37 ns an element in calls of the AVX-512
-     * kernel, most of it set-up (docs/engine-gemm.md). */
-    if (W > 1 && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma")) {
+    int form = W > 1 ? eb_kern_small_gemm_batch_form(M, N, K, k, sam, sbn,
+                                                     scm, scn)
+                     : 0;
+    if (form) {
         int wide = eb_gemm512_usable();
-        int64_t KT = k->K1 * K;
         eb_gemm_k t = {k->K1, k->sbk1, k->sbk, k->sak1, k->sak};
-        if (scn == 1 && !kvec_shape(M, N, K, k, sbn) &&
-            (wide ? eb_gemm512_one_panel(N, KT) : one_panel_avx2(N, KT))) {
+        if (form == 1)
             (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
                 W, M, N, K, a, sam, saw, b, sbn, sbw, k, c, scm, scw);
-            return;
-        }
-        if (scn != 1 && scm == 1 && !kvec_shape(N, M, K, &t, sam) &&
-            (wide ? eb_gemm512_one_panel(M, KT) : one_panel_avx2(M, KT))) {
+        else
             (wide ? eb_kern_gemm_batch_avx512 : eb_kern_gemm_batch_avx2)(
                 W, N, M, K, b, sbn, sbw, a, sam, saw, &t, c, scn, scw);
-            return;
-        }
+        return;
     }
     for (int64_t w = 0; w < W; w++)
         eb_kern_small_gemm(M, N, K, a + w * saw, sam, b + w * sbw, sbn, k,

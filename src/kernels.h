@@ -96,6 +96,14 @@ void eb_kern_small_gemm_batch(int64_t W, int64_t M, int64_t N, int64_t K,
                               const eb_gemm_k *k, double *c, int64_t scm,
                               int64_t scn, int64_t scw);
 
+/* Which form eb_kern_small_gemm_batch takes for more than one element of
+ * M x N x (k->K1 K) at these strides: 0 a call of eb_kern_small_gemm per
+ * element, 1 the batch kernel on C's rows, 2 on the rows of C^T = B^T A^T
+ * (C column-major). */
+int eb_kern_small_gemm_batch_form(int64_t M, int64_t N, int64_t K,
+                                  const eb_gemm_k *k, int64_t sam,
+                                  int64_t sbn, int64_t scm, int64_t scn);
+
 /* Does eb_kern_small_gemm take C's at most EB_FEW_ROWS_MAX rows against a
  * B with contiguous columns (sbn = 1), K1 K <= EB_FEW_K_MAX and at least
  * 2^16 elements of B, summing all of K in registers 8 columns at a time

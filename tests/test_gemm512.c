@@ -441,6 +441,27 @@ int main(void)
     check_batch(1900, 16, 16, 4, 4, 0, 0, 0, 0, &bseed);
     check_batch(64, 16, 16, 1, 16, 1, 1, 0, 0, &bseed);
     check_batch(7, 32, 32, 1, 128, 0, 1, 1, 0, &bseed);
+    /* C column-major against a large row-major B: the elements one by
+     * one (the few-K and few-rows kernels stream B), not C^T's rows. */
+    check_batch(3, 4, 2048, 1, 64, 0, 0, 1, 0, &bseed);
+    check_batch(2, 4, 1024, 2, 64, 0, 0, 1, 0, &bseed);
+    check_batch(2, 9, 8192, 1, 16, 0, 0, 1, 0, &bseed);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        /* tensornetwork's last step: 8 x (4 x 8192 x (2 x 128)), A and B
+         * row-major, C column-major; the same with 16 columns is one
+         * panel of C^T's row kernel. */
+        eb_gemm_k k = {2, 128, 1, 128 * 8192, 8192};
+        int f0 = eb_kern_small_gemm_batch_form(4, 8192, 128, &k, 256, 1, 1, 4);
+        int f1 = eb_kern_small_gemm_batch_form(4, 16, 128, &k, 256, 1, 1, 4);
+        EB_CHECK(f0 == 0 && f1 == 2,
+                 "batch form of 4 x 8192 x 256 with C column-major %d "
+                 "(want 0: per element), of 4 x 16 x 256 %d (want 2)",
+                 f0, f1);
+        eb_gemm_k r = {1, 0, 1, 0, 16};
+        int f2 = eb_kern_small_gemm_batch_form(4, 16, 16, &r, 16, 1, 16, 1);
+        EB_CHECK(f2 == 1, "batch form of 4 x 16 x 16 row-major %d (want 1)",
+                 f2);
+    }
     /* The vector-batch blocks: masked chunks (wb 1-17), every block of
      * up to 4 x 4 and its remainders, K in one slice or several (48 a
      * slice), each C layout. */
