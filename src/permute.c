@@ -562,6 +562,80 @@ static int try_xrow(eb_perm *p)
     return 1;
 }
 
+/* PROW: out's innermost dim (P elements, too short for ROW) and the next
+ * one (n) are rows of out; source y (tsrc) is contiguous along the first
+ * and constant along the second, the other laid out as out: out[i P + f]
+ * = y[f] c[i P + f]. gm_queen's outer products of 2 M to 14 M elements
+ * whose operands share the innermost label (x, 3) ran as GENERIC tiles,
+ * three table entries and a scalar multiply per element (its
+ * qhiongbefx,shryongedvx->qshriyongbefdvx, one-step instance: 11.2 ms;
+ * a scratch loop over rows of 27 with y's period in registers 5.3-5.7).
+ * Float64 multiplies only (the kernel's vectors). */
+enum { PROW_MAX_P = 7, PROW_MIN_TILE = 64 };
+
+static int try_prow(eb_perm *p)
+{
+    int r = p->rank, dout = r - 1, di = r - 2;
+    if (r < 2 || p->nsrc != 2 || p->es != 8 || p->dt != EB_F64)
+        return 0;
+    int64_t P = p->shape[dout], n = p->shape[di];
+    if (P < 2 || P > PROW_MAX_P || P >= elems_of(p, GENERIC_RUN_BYTES / 2) ||
+        n * P < 8 || p->stride[0][dout] != 1 || p->stride[0][di] != P)
+        return 0;
+    int y = 0;
+    for (int s = 1; s <= 2; s++)
+        if (p->stride[s][dout] == 1 && p->stride[s][di] == 0)
+            y = s;
+    int c = 3 - y;
+    if (!y || p->stride[c][dout] != 1 || p->stride[c][di] != P)
+        return 0;
+    /* A dim along which out and c run on (y at any stride) gives the
+     * kernel more rows a call: gm_queen's rows of 9 (3 x 3) over a dim
+     * of 729, a pass of the loop nest each, took twice GENERIC's time. */
+    int64_t row = n * P, rb = elems_of(p, ROW_BLOCK_BYTES);
+    int d3 = -1;
+    for (int e = 0; e < di; e++)
+        if (p->stride[0][e] == row && p->stride[c][e] == row)
+            d3 = e;
+    p->mode = EB_PERM_PROW;
+    p->tsrc = y;
+    p->di = d3;
+    p->block[dout] = P;
+    if (row > rb) {
+        p->block[di] = rb / P;
+        return 1;
+    }
+    p->block[di] = n;
+    if (d3 >= 0) {
+        p->block[d3] = p->shape[d3] * row <= 2 * rb ? p->shape[d3] : rb / row;
+        if (p->block[d3] < p->shape[d3])
+            return 1;
+        row *= p->shape[d3];
+    }
+    /* Whole tiles repeat over out's next contiguous dims (a pass of the
+     * loop nest per row of 27 cost more than the row: 17 ms against
+     * GENERIC's 10 on gm_queen's step). */
+    int64_t tile = row;
+    for (;;) {
+        int d = -1;
+        for (int e = 0; e < di; e++)
+            if (p->stride[0][e] == row && p->block[e] == 1)
+                d = e;
+        if (d < 0 || !add_rep(p, d, &tile))
+            break;
+        row *= p->shape[d];
+    }
+    if (tile >= PROW_MIN_TILE)
+        return 1;
+    for (int e = 0; e < r; e++) /* too few elements a pass: not PROW */
+        p->block[e] = 1;
+    p->nrep = 0;
+    p->di = 0;
+    p->tsrc = 0;
+    p->mode = EB_PERM_GENERIC;
+    return 0;
+}
+
 /* Can an XROW plan's rows be written with aligned non-temporal stores:
  * R of 2 or 3 (groups of 4 elements of e make whole vectors of out) or a
  * multiple of 4 (no overlapping stores)? */
@@ -591,7 +665,7 @@ static void choose_mode(eb_perm *p)
                 row_reps(p, s);
         return;
     }
-    if (try_xrow(p))
+    if (try_xrow(p) || try_prow(p))
         return;
     int64_t tmin = elems_of(p, TILE4_MIN_BYTES),
             side = elems_of(p, TILE_SIDE_BYTES);
@@ -1612,6 +1686,50 @@ static xrow_fn *const xrow_fns[2][K_COUNT] = {
     {NULL, eb_kern_perm_xrow_stream_avx2_K_CP8, NULL, NULL,
      eb_kern_perm_xrow_stream_avx2_K_MF64}};
 
+/* PROW rows: n rows of P elements (2 <= P <= PROW_MAX_P, n P >= 4),
+ * out[i P + f] = y[f] c[i P + f], out and c contiguous. The vector at
+ * element j takes y's period from phase j mod P (one vector per phase,
+ * loaded once); the last vector overlaps the one before it. */
+__attribute__((target("avx2"), always_inline)) static inline void
+prow_rows(int64_t n, int64_t P, const double *y, const double *c, double *o)
+{
+    __m256d pat[PROW_MAX_P];
+    for (int64_t ph = 0; ph < P; ph++) {
+        /* (no division: a few of them cost more than the row) */
+        int64_t i1 = ph + 1 < P ? ph + 1 : ph + 1 - P;
+        int64_t i2 = i1 + 1 < P ? i1 + 1 : i1 + 1 - P;
+        int64_t i3 = i2 + 1 < P ? i2 + 1 : i2 + 1 - P;
+        pat[ph] = _mm256_set_pd(y[i3], y[i2], y[i1], y[ph]);
+    }
+    int64_t L = n * P, j = 0, ph = 0;
+    for (; j + 4 <= L; j += 4) {
+        _mm256_storeu_pd(o + j, _mm256_mul_pd(_mm256_loadu_pd(c + j), pat[ph]));
+        ph += 4;
+        while (ph >= P)
+            ph -= P;
+    }
+    if (j < L) {
+        /* back from j (phase ph) to L - 4 */
+        ph -= j - (L - 4);
+        while (ph < 0)
+            ph += P;
+        j = L - 4;
+        _mm256_storeu_pd(o + j, _mm256_mul_pd(_mm256_loadu_pd(c + j), pat[ph]));
+    }
+}
+
+/* m groups of n PROW rows of P, y's at sy elements apart, out's and c's
+ * after each other. */
+__attribute__((target("avx2"))) static void
+eb_kern_perm_prow_avx2(int64_t m, int64_t sy, int64_t n, int64_t P,
+                       const char *xy, const char *xc, char *out)
+{
+    const double *y = (const double *)xy, *c = (const double *)xc;
+    double *o = (double *)out;
+    for (int64_t i = 0; i < m; i++)
+        prow_rows(n, P, y + i * sy, c + i * n * P, o + i * n * P);
+}
+
 #define EB_BY_KIND(pre)                                                     \
     {pre##K_CP4, pre##K_CP8, pre##K_CP16, pre##K_MF32, pre##K_MF64,         \
      pre##K_MC64, pre##K_MC128}
@@ -1915,6 +2033,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     int tile4 = avx2 && p->mode == EB_PERM_TILE4;
     xrow_fn *xr = avx2 && p->mode == EB_PERM_XROW ? xrow_fns[p->stream][k]
                                                   : NULL;
+    int prow = avx2 && p->mode == EB_PERM_PROW && k == K_MF64;
     int runs = avx2 && p->mode == EB_PERM_RUNS;
     int64_t oq[RUN_MAX], yq[RUN_MAX], nq = 0, qext = -1, ro[3][REP_MAX];
     int64_t tx[ORUN_MAX], yx[ORUN_MAX], no = 0, oext = -1;
@@ -1970,6 +2089,15 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                 row_fns[p->stream][k](ext[last], a + ro[1][e] * es,
                                       p->stride[1][last], b + ro[2][e] * es,
                                       p->stride[2][last], w + ro[0][e] * es);
+        else if (prow)
+            for (int64_t e = 0; e < nrep; e++)
+                eb_kern_perm_prow_avx2(
+                    p->di >= 0 ? ext[p->di] : 1,
+                    p->di >= 0 ? p->stride[p->tsrc][p->di] : 0,
+                    ext[last - 1], p->shape[last],
+                    (p->tsrc == 1 ? a : b) + ro[p->tsrc][e] * es,
+                    (p->tsrc == 1 ? b : a) + ro[3 - p->tsrc][e] * es,
+                    w + ro[0][e] * es);
         else if (xr) {
             int e = p->tsrc;
             xr(ext[last - 1], p->shape[last], e == 1 ? a : b, e == 1 ? b : a,

@@ -36,6 +36,13 @@
  *          free dims), the other source, if any, contiguous with out:
  *          rows of out along both dims, e's elements each expanded in
  *          registers over the short dim;
+ *   PROW:  out's innermost dim is short (2 to 7 elements) and a source y
+ *          is contiguous along it and constant along the next dim (an
+ *          outer product's operand whose last label is shared with the
+ *          other's, repeated over the other's free dims inside it), the
+ *          other source contiguous with out (float64 multiplies): rows
+ *          of out along both dims, y's short run repeated in registers
+ *          (a vector of it for each phase of the period);
  *   GENERIC: anything else (short dims, strided innermost dims): a tile
  *          spanning each array's innermost dims until each has >= 256
  *          bytes, walked by scalar loops.
@@ -64,7 +71,8 @@ typedef enum {
     EB_PERM_TILE4,
     EB_PERM_GENERIC,
     EB_PERM_RUNS,
-    EB_PERM_XROW
+    EB_PERM_XROW,
+    EB_PERM_PROW
 } eb_perm_mode;
 
 /* How a RUNS plan's second source is loaded: along out's run as out is,
@@ -82,8 +90,10 @@ typedef struct {
     eb_perm_mode mode;
     int tsrc;                       /* TILE4, RUNS: the source read
                                      * transposed; XROW: the expanded
-                                     * one */
-    int di;                         /* TILE4: that source's unit dim */
+                                     * one; PROW: the repeated one */
+    int di;                         /* TILE4: that source's unit dim;
+                                     * PROW: the dim out and the other
+                                     * source run on along (-1: none) */
     int split;                      /* dim the team splits (-1: none) */
     int loop_src;                   /* GENERIC, RUNS: the array whose
                                      * order the tiles follow (0: out,

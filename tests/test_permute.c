@@ -890,6 +890,54 @@ static void test_xrow(eb_team *team)
              eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
 }
 
+/* PROW rows: out's innermost dim P (2 to 8) along which a source y is
+ * contiguous and which is constant along the next dim n, the other
+ * source c laid out as out (an outer product whose operands share their
+ * innermost label); y as x0 and as x1, c running on along the outer dim
+ * (the kernel's groups of rows, y at its own stride there) or constant
+ * along it (the tile repeated over it), rows of n P elements with 0 to 3
+ * left over from vectors, rows longer than a block (32 KiB), vector and
+ * scalar kernels, one and two threads. float64 multiplies with P <= 7, n P >= 8 and at least 64
+ * elements a tile plan PROW; every result bit for bit. */
+static void test_prow(eb_team *team)
+{
+    static const int64_t Ps[] = {2, 3, 4, 5, 7, 8};
+    static const int64_t ns[] = {1, 3, 4, 13, 403, 1001};
+    static const int64_t outer[] = {3, 29};
+    int good = 0, cases = 0;
+    for (size_t pi = 0; pi < sizeof Ps / sizeof Ps[0]; pi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int form = 0; form < 6; form++) {
+                /* form % 3 == 0: y = x0 times c = x1; 1: c = x0 times
+                 * y = x1; 2: y times c constant along the outer dim */
+                int64_t P = Ps[pi], n = ns[ni], o = outer[form / 3];
+                int f = form % 3;
+                int64_t shape[3] = {o, n, P}, so[3] = {n * P, P, 1},
+                        sy[3] = {P, 0, 1}, sc[3] = {f == 2 ? 0 : n * P, P, 1};
+                int nat[3] = {0, 1, 2};
+                const int64_t *s0 = f == 1 ? sc : sy, *s1 = f == 1 ? sy : sc;
+                int64_t ny = o * P, nc = (f == 2 ? 1 : o) * n * P;
+                eb_perm p;
+                eb_perm_plan_dt(&p, cur_dt, 3, shape, so, s0, s1);
+                /* With n = 1 and c constant along the outer dim, the
+                 * dims merge into rows of o P where c is the repeated
+                 * source and y the one laid out as out. */
+                int swap = n == 1 && f == 2;
+                int want = cur_dt == EB_F64 && P <= 7 &&
+                           (swap ? o : n) * P >= 8 && o * n * P >= 64;
+                cases++;
+                good += (p.mode == EB_PERM_PROW) == want &&
+                        (!want || p.tsrc == (f == 1 || swap ? 2 : 1));
+                for (int scalar = 0; scalar <= 1; scalar++) {
+                    cases++;
+                    good += run_case(3, shape, nat, s0, s1, f == 1 ? nc : ny,
+                                     f == 1 ? ny : nc, team, scalar);
+                }
+            }
+    EB_CHECK(good == cases, "%s PROW rows (%d threads): %d of %d right",
+             eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
+}
+
 /* Edge shapes: rank 0 (one element), size-1 dims anywhere, a zero-size
  * dim (nothing written, nothing read). */
 static void test_edges(eb_dtype dt)
@@ -1039,6 +1087,8 @@ int main(void)
         test_generic_edges(two);
         test_xrow(NULL);
         test_xrow(two);
+        test_prow(NULL);
+        test_prow(two);
     }
     eb_team_destroy(two);
     return eb_check_done("test_permute");
