@@ -529,6 +529,23 @@ static int tile4_other_ok(const eb_perm *p, int o, int di, int dout)
     return so == 0 || so == 1 || p->stride[o][di] == 1;
 }
 
+/* Repeats a tile of `tile` elements contiguous in out over out's next
+ * whole dims (add_rep) while they continue it; returns the elements a
+ * pass then moves. */
+static int64_t out_reps(eb_perm *p, int64_t tile)
+{
+    int64_t run = tile;
+    for (;;) {
+        int d = -1;
+        for (int e = 0; e < p->rank; e++)
+            if (p->stride[0][e] == run && p->block[e] == 1)
+                d = e;
+        if (d < 0 || !add_rep(p, d, &tile))
+            return tile;
+        run *= p->shape[d];
+    }
+}
+
 /* XROW: out's innermost dim (R elements, too short for ROW) and the next
  * one (n) are rows of out; source e (tsrc) is constant along the first
  * and contiguous along the second (an outer product's operand broadcast
@@ -559,6 +576,8 @@ static int try_xrow(eb_perm *p)
     p->block[dout] = R;
     int64_t rb = elems_of(p, ROW_BLOCK_BYTES) / R / 4 * 4;
     p->block[di] = n <= 2 * rb ? n : rb;
+    if (p->block[di] == n)
+        out_reps(p, n * R);
     return 1;
 }
 
@@ -615,16 +634,7 @@ static int try_prow(eb_perm *p)
     /* Whole tiles repeat over out's next contiguous dims (a pass of the
      * loop nest per row of 27 cost more than the row: 17 ms against
      * GENERIC's 10 on gm_queen's step). */
-    int64_t tile = row;
-    for (;;) {
-        int d = -1;
-        for (int e = 0; e < di; e++)
-            if (p->stride[0][e] == row && p->block[e] == 1)
-                d = e;
-        if (d < 0 || !add_rep(p, d, &tile))
-            break;
-        row *= p->shape[d];
-    }
+    int64_t tile = out_reps(p, row);
     if (tile >= PROW_MIN_TILE)
         return 1;
     for (int e = 0; e < r; e++) /* too few elements a pass: not PROW */
@@ -2100,8 +2110,10 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
                     w + ro[0][e] * es);
         else if (xr) {
             int e = p->tsrc;
-            xr(ext[last - 1], p->shape[last], e == 1 ? a : b, e == 1 ? b : a,
-               w);
+            for (int64_t q = 0; q < nrep; q++)
+                xr(ext[last - 1], p->shape[last],
+                   (e == 1 ? a : b) + ro[e][q] * es,
+                   (e == 1 ? b : a) + ro[3 - e][q] * es, w + ro[0][q] * es);
         } else if (runs) {
             /* Only each run's last dim has edges. */
             int renew = 0;

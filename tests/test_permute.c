@@ -850,9 +850,9 @@ static void test_runs_short_rows(eb_team *team)
  * constant and contiguous along the next dim n, the other source laid
  * out as out (an outer product's operands), or e alone (a broadcast
  * copy); e as x0 and as x1, n with 0 to 3 left over from groups of 4,
- * an outer dim, streamed (forced) and not, vector and scalar kernels.
- * float64 multiplies and 8-byte copies plan XROW; every result bit for
- * bit. */
+ * an outer dim (the tile repeated over it where it stays within 16
+ * KiB), streamed (forced) and not, vector and scalar kernels. float64
+ * multiplies and 8-byte copies plan XROW; every result bit for bit. */
 static void test_xrow(eb_team *team)
 {
     static const int64_t Rs[] = {2, 3, 4, 5, 7, 8, 9, 15};
@@ -878,8 +878,13 @@ static void test_xrow(eb_team *team)
                 int want = es == 8 && (form == 2 || cur_dt == EB_F64) &&
                            R < (int64_t)(128 / es);
                 cases++;
+                /* whole rows of n R repeat over the outer dim of 3 when
+                 * the tile stays within 16 KiB (a copy's dims merge: no
+                 * outer dim) */
+                int reps = form != 2 && 3 * n * R * (int64_t)es <= 16384;
                 good += (p.mode == EB_PERM_XROW) == want &&
-                        (!want || p.tsrc == (form == 1 ? 2 : 1));
+                        (!want || (p.tsrc == (form == 1 ? 2 : 1) &&
+                                   p.nrep == reps));
                 for (int scalar = 0; scalar <= 3; scalar++) {
                     cases++;
                     good += run_case(3, shape, nat, s0, s1, n0, n1, team,
