@@ -1701,15 +1701,33 @@ static xrow_fn *const xrow_fns[2][K_COUNT] = {
  * element j takes y's period from phase j mod P (one vector per phase,
  * loaded once); the last vector overlaps the one before it. */
 __attribute__((target("avx2"), always_inline)) static inline void
-prow_rows(int64_t n, int64_t P, const double *y, const double *c, double *o)
+prow_rows(int64_t n, const int64_t P, const double *y, const double *c,
+          double *o)
 {
     __m256d pat[PROW_MAX_P];
-    for (int64_t ph = 0; ph < P; ph++) {
-        /* (no division: a few of them cost more than the row) */
-        int64_t i1 = ph + 1 < P ? ph + 1 : ph + 1 - P;
-        int64_t i2 = i1 + 1 < P ? i1 + 1 : i1 + 1 - P;
-        int64_t i3 = i2 + 1 < P ? i2 + 1 : i2 + 1 - P;
-        pat[ph] = _mm256_set_pd(y[i3], y[i2], y[i1], y[ph]);
+    if (P == 2 || P == 3) {
+        /* y's period loaded once and turned in registers (scalar loads
+         * per phase cost more than a row of 9) */
+        __m256i m = _mm256_setr_epi64x(-1, -1, P == 3 ? -1 : 0, 0);
+        __m256d v = _mm256_maskload_pd(y, m);
+        if (P == 2) {
+            pat[0] = _mm256_permute4x64_pd(v, _MM_SHUFFLE(1, 0, 1, 0));
+            pat[1] = _mm256_permute4x64_pd(v, _MM_SHUFFLE(0, 1, 0, 1));
+        } else {
+            pat[0] = _mm256_permute4x64_pd(v, _MM_SHUFFLE(0, 2, 1, 0));
+            pat[1] = _mm256_permute4x64_pd(v, _MM_SHUFFLE(1, 0, 2, 1));
+            pat[2] = _mm256_permute4x64_pd(v, _MM_SHUFFLE(2, 1, 0, 2));
+        }
+    } else if (P == 4) {
+        pat[0] = _mm256_loadu_pd(y);
+    } else {
+        for (int64_t ph = 0; ph < P; ph++) {
+            /* (no division: a few of them cost more than the row) */
+            int64_t i1 = ph + 1 < P ? ph + 1 : ph + 1 - P;
+            int64_t i2 = i1 + 1 < P ? i1 + 1 : i1 + 1 - P;
+            int64_t i3 = i2 + 1 < P ? i2 + 1 : i2 + 1 - P;
+            pat[ph] = _mm256_set_pd(y[i3], y[i2], y[i1], y[ph]);
+        }
     }
     int64_t L = n * P, j = 0, ph = 0;
     for (; j + 4 <= L; j += 4) {
@@ -1729,15 +1747,30 @@ prow_rows(int64_t n, int64_t P, const double *y, const double *c, double *o)
 }
 
 /* m groups of n PROW rows of P, y's at sy elements apart, out's and c's
- * after each other. */
+ * after each other (P of 2 to 4 as constants: their phases in
+ * registers). */
+__attribute__((target("avx2"), always_inline)) static inline void
+prow_groups(int64_t m, int64_t sy, int64_t n, const int64_t P,
+            const double *y, const double *c, double *o)
+{
+    for (int64_t i = 0; i < m; i++)
+        prow_rows(n, P, y + i * sy, c + i * n * P, o + i * n * P);
+}
+
 __attribute__((target("avx2"))) static void
 eb_kern_perm_prow_avx2(int64_t m, int64_t sy, int64_t n, int64_t P,
                        const char *xy, const char *xc, char *out)
 {
     const double *y = (const double *)xy, *c = (const double *)xc;
     double *o = (double *)out;
-    for (int64_t i = 0; i < m; i++)
-        prow_rows(n, P, y + i * sy, c + i * n * P, o + i * n * P);
+    if (P == 2)
+        prow_groups(m, sy, n, 2, y, c, o);
+    else if (P == 3)
+        prow_groups(m, sy, n, 3, y, c, o);
+    else if (P == 4)
+        prow_groups(m, sy, n, 4, y, c, o);
+    else
+        prow_groups(m, sy, n, P, y, c, o);
 }
 
 #define EB_BY_KIND(pre)                                                     \
