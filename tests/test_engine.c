@@ -40,6 +40,9 @@ static eb_kind want_kind(eb_kind k)
 
 static const case_t cases[] = {
     {"ij,jk->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
+    /* Batch elements next to each other in C (w innermost): split along
+     * n on two or three threads, not by batch element. */
+    {"wmk,wkn->nmw", "w=2,m=4,k=4,n=3001", (eb_kind)-1, 0},
     {"ij,kj->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
     {"ji,jk->ik", "i=68,j=48,k=40", KIND_SKINNY, 0},
     {"ji,kj->ki", "i=68,j=48,k=40", KIND_SKINNY, 0},
