@@ -1,6 +1,7 @@
 /* trace: layout planning, static arena, and program execution. */
 #include "trace.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +48,11 @@ typedef struct {
     int blas_threads;       /* OpenBLAS's threads, set back after a run on
                                the caller alone and after the lanes */
     int solo;               /* too little work for the team (EB_SOLO_WORK) */
-    int fork;               /* the step whose producers' subtrees run as
-                               two concurrent lanes (lanes.h), or -1 */
-    signed char *lane;      /* per step: 0, or its lane (1, 2) */
-    int lane_len[3];        /* steps in lane 1 and 2 */
+    int fork;               /* the first step that reads a unit's result
+                               (lanes.h), or -1: no units */
+    signed char *lane;      /* per step: 0, or its unit (1 .. nunits) */
+    int nunits;             /* subtrees run as concurrent lanes */
+    int lane_len[EB_LANES_MAX_UNITS + 1]; /* steps in each unit */
 } program;
 
 typedef struct {
@@ -308,28 +310,28 @@ static int64_t plan_slab(program *p, const eb_fuse_group *g)
 /*
  * The time of each step's turn in the order trace_run runs the steps, and
  * the phase's time. Without lanes, the path's order. With them, the
- * steps outside the lanes before the fork step first, then the two lanes
- * at once at time a (within a lane, its steps count 0, 1, ... in its own
+ * steps outside the units before the fork step first, then the units at
+ * once at time a (within a unit, its steps count 0, 1, ... in its own
  * clock), then the fork step at a + 1 and the rest.
  */
 static int step_times(program *p, int *tm)
 {
-    int a = 0, post = 0, k[3] = {0, 0, 0};
+    int a = 0, post = 0;
+    for (int u = 0; u <= p->nunits; u++)
+        p->lane_len[u] = 0;
     for (int t = 0; t < p->nsteps; t++) {
         int l = p->lane[t];
         if (l)
-            tm[t] = k[l]++;
+            tm[t] = p->lane_len[l]++;
         else if (p->fork >= 0 && t >= p->fork)
             tm[t] = a + 1 + post++; /* the fork step first */
         else
             tm[t] = a++;
     }
-    p->lane_len[1] = k[1];
-    p->lane_len[2] = k[2];
     return a;
 }
 
-/* Copies of group k's buffers: one per part, a single one in a lane
+/* Copies of group k's buffers: one per part, a single one in a unit
  * (whose steps run on one thread). */
 static int group_parts(const program *p, int k)
 {
@@ -337,7 +339,7 @@ static int group_parts(const program *p, int k)
     return p->lane[g->mem[g->nmem - 1]] ? 1 : p->nparts;
 }
 
-/* Buffer requests of one lane (0: outside the lanes). */
+/* Buffer requests of one unit (0: outside the units). */
 typedef struct {
     buf_req *r;
     int n;
@@ -348,25 +350,27 @@ typedef struct {
  * buffer lives from the turn its step runs to the turn its consumer runs
  * (times from step_times); a fused group's slabs (one per part) live
  * during the group's turn only, and its consumer's output like any
- * step's. Each lane's buffers are planned on the lane's own clock, the
- * two lanes side by side in one block that lives while they run and the
- * fork step reads their results.
+ * step's. Each unit's buffers (lanes.h) are planned on the unit's own
+ * clock, the units side by side in one block that lives while they run
+ * and until the last step that reads their results.
  */
 static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
 {
-    int cap = 4 * p->nsteps + p->ngroups + 1;
-    req_list rl[3];
-    for (int l = 0; l < 3; l++)
+    int cap = 4 * p->nsteps + p->ngroups + 1, nl = p->nunits + 1, ok = 1;
+    req_list rl[EB_LANES_MAX_UNITS + 1];
+    for (int l = 0; l < nl; l++) {
         rl[l] = (req_list){malloc((size_t)cap * sizeof(buf_req)), 0};
+        ok = ok && rl[l].r;
+    }
     int *tm = malloc((size_t)p->nsteps * sizeof *tm);
     p->slabs = calloc((size_t)(p->ngroups + 1), sizeof *p->slabs);
-    if (!rl[0].r || !rl[1].r || !rl[2].r || !tm || !p->slabs) {
-        for (int l = 0; l < 3; l++)
+    if (!ok || !tm || !p->slabs) {
+        for (int l = 0; l < nl; l++)
             free(rl[l].r);
         free(tm);
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     }
-    int phase = step_times(p, tm);
+    int phase = step_times(p, tm), block_until = phase + 1;
     for (int k = 0; k < p->ngroups; k++) {
         const eb_fuse_group *g = &p->groups[k];
         int at = g->mem[g->nmem - 1];
@@ -383,10 +387,13 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
                             pl->prep[1] ? pl->prep_elems[1] : 0,
                             pl->tmp_elems, pl->out_elems};
         int l = p->lane[t], c = turn(p, consumer[t]);
-        /* A lane's last output lives to the lane's end (the fork step
-         * reads it after both lanes). */
+        /* A unit's result lives to the unit's end (a step after the
+         * units reads it), in the block of the units, which lives until
+         * the last of those reads. */
         int at = tm[turn(p, t)],
             until = l && p->lane[c] != l ? p->lane_len[l] : tm[c];
+        if (l && !p->lane[c] && tm[c] > block_until)
+            block_until = tm[c];
         if (s->group >= 0) {
             /* In the slab, but the consumer's whole output. */
             const eb_fuse_group *g = &p->groups[s->group];
@@ -407,17 +414,20 @@ static eb_status plan_memory(program *p, const int *consumer, eb_error *err)
                                        q < 3 ? at : until, &s->off[q]};
         }
     }
-    int64_t size1 = assign_offsets(rl[1].r, rl[1].n),
-            size2 = assign_offsets(rl[2].r, rl[2].n), block = 0;
+    /* Each unit's buffers on its own clock, the units side by side in
+     * the block: either thread may run any unit, at any time. */
+    int64_t at_unit[EB_LANES_MAX_UNITS + 1], block = 0, blocksize = 0;
+    for (int l = 1; l < nl; l++) {
+        at_unit[l] = blocksize;
+        blocksize += assign_offsets(rl[l].r, rl[l].n);
+    }
     if (p->fork >= 0)
-        rl[0].r[rl[0].n++] =
-            (buf_req){size1 + size2, phase, phase + 1, &block};
+        rl[0].r[rl[0].n++] = (buf_req){blocksize, phase, block_until, &block};
     p->arena_elems = assign_offsets(rl[0].r, rl[0].n);
-    for (int i = 0; i < rl[1].n; i++)
-        *rl[1].r[i].off += block;
-    for (int i = 0; i < rl[2].n; i++)
-        *rl[2].r[i].off += block + size1;
-    for (int l = 0; l < 3; l++)
+    for (int l = 1; l < nl; l++)
+        for (int i = 0; i < rl[l].n; i++)
+            *rl[l].r[i].off += block + at_unit[l];
+    for (int l = 0; l < nl; l++)
         free(rl[l].r);
     free(tm);
     return EB_OK;
@@ -966,6 +976,9 @@ static eb_status plan_lanes(program *p, const int *consumer,
     if (nthreads > 1 && !p->solo)
         p->fork = eb_lanes_plan(p->nsteps, consumer, turns, work,
                                 EB_LANES_MIN_SHARE, solo, p->lane);
+    p->nunits = 0;
+    for (int t = 0; t < p->nsteps; t++)
+        p->nunits = p->lane[t] > p->nunits ? p->lane[t] : p->nunits;
     free(turns);
     free(work);
     return EB_OK;
@@ -1049,17 +1062,27 @@ static void run_turn(program *p, int t, struct eb_team *team,
 
 typedef struct {
     program *p;
-    eb_exec_counters cnt[2];
+    atomic_int next; /* the next unit to claim, 0-based */
+    eb_exec_counters cnt[EB_LANES_MAX_UNITS];
 } lanes_job;
 
-/* Lane part + 1: its steps in path order, each on this thread alone. */
+/* One thread's share of the units: it claims the largest unit not yet
+ * claimed, runs its steps in path order on this thread alone, and claims
+ * again until none is left (the largest first: a unit taken last is a
+ * small one). Each unit's counters are its own. */
 static void lane_part(void *arg, int part, int nparts)
 {
+    (void)part;
     (void)nparts;
     lanes_job *j = arg;
-    for (int t = 0; t < j->p->fork; t++)
-        if (j->p->lane[t] == part + 1)
-            run_turn(j->p, t, NULL, &j->cnt[part]);
+    for (;;) {
+        int u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (u >= j->p->nunits)
+            return;
+        for (int t = 0; t < j->p->nsteps; t++)
+            if (j->p->lane[t] == u + 1)
+                run_turn(j->p, t, NULL, &j->cnt[u]);
+    }
 }
 
 static eb_status trace_run(void *vctx, const void **out,
@@ -1079,15 +1102,18 @@ static eb_status trace_run(void *vctx, const void **out,
         for (int t = 0; t < p->fork; t++)
             if (!p->lane[t])
                 run_turn(p, t, p->team, cnt);
-        /* The lanes, part 0 on the caller (it claims first): OpenBLAS at
-         * one thread while both may call it. */
+        /* The units, claimed by the team's threads (lane_part): OpenBLAS
+         * at one thread while several may call it. */
         lanes_job j = {.p = p};
+        atomic_init(&j.next, 0);
         if (p->blas_threads > 1)
             eb_blas_set_threads(1);
-        eb_team_run_parts(p->team, 2, lane_part, &j);
+        int parts = eb_team_size(p->team);
+        eb_team_run_parts(p->team, parts < p->nunits ? parts : p->nunits,
+                          lane_part, &j);
         if (p->blas_threads > 1)
             eb_blas_set_threads(p->blas_threads);
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < p->nunits; k++)
             eb_exec_counters_add(cnt, &j.cnt[k]);
         for (int t = p->fork; t < p->nsteps; t++)
             if (!p->lane[t])

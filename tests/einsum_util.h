@@ -164,8 +164,10 @@ typedef struct {
 } tu_exec_info;
 
 /* Run path in `mode` on seeded random inputs, with fuse as trace's
- * options, on tu_team: relative error vs naive. *info (may be NULL) gets
- * the executor's engine_threads and lanes_at. */
+ * options, on tu_team: relative error vs naive (the path's steps by the
+ * stepwise naive reference, eb_ref_pairwise, where the one loop over all
+ * labels would take more than 1e8 multiply-adds). *info (may be NULL)
+ * gets the executor's engine_threads and lanes_at. */
 static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
                                            const eb_path *path, uint64_t seed,
                                            eb_mode mode,
@@ -180,7 +182,13 @@ static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
         return -1;
     int64_t n = tu_output_elems(inst);
     double *ref = malloc((size_t)n * sizeof *ref);
-    eb_ref_einsum(inst, ops->views, ref, &err);
+    eb_schedule *sched;
+    if (eb_ref_cost(inst) <= 1e8) {
+        eb_ref_einsum(inst, ops->views, ref, &err);
+    } else if (!eb_schedule_build(inst, path, &sched, &err)) {
+        eb_ref_pairwise(inst, sched, ops->views, ref, &err);
+        eb_schedule_destroy(sched);
+    }
     eb_pool *pool = eb_pool_create();
     eb_executor ex;
     double e = -2;

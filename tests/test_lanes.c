@@ -1,9 +1,11 @@
-/* test_lanes: where a program runs as two concurrent lanes (lanes.h), on
- * trees given as consumer arrays: the fork step is the one whose smaller
- * subtree has the most work, at least the share and the lane minimum;
- * every step of the subtrees gets its lane and every other step 0; a
- * fused group that would straddle lanes (a step whose turn is in another
- * lane) rules a fork out; chains and lopsided trees get none. */
+/* test_lanes: where a program runs as concurrent lanes (lanes.h), on
+ * trees given as consumer arrays: the units are the roots of the cut with
+ * the least estimated time, numbered by work (largest first, ties by
+ * place); every step below a root gets its unit and every other step 0;
+ * the fork is the first step that reads a unit's result; a fused group
+ * that would straddle a unit's border (a step whose turn is in another
+ * unit) rules that cut out; chains, lopsided trees and units below the
+ * lane minimum get none. */
 #include <string.h>
 
 #include "check.h"
@@ -43,20 +45,22 @@ int main(void)
         /* ((0 1) 2) and ((3 4) 5) joined at 6: two equal halves. */
         {"balanced", 7, {2, 2, 6, 5, 5, 6, 6}, {-1}, {1, 1, 1, 1, 1, 1, 1},
          0.4, 0, 6, {1, 1, 1, 2, 2, 2, 0}},
-        /* The same joined at 7, which 8 joins with step 0 (outside the
-         * lanes, run before them); 5 and 6 take one step and an input. */
+        /* The same joined at 7, which 8 joins with step 0 (a product of
+         * two inputs): 0 is a unit of its own, claimed last; 5 and 6
+         * take one step and an input. */
         {"outside", 9, {8, 3, 3, 7, 5, 6, 7, 8, 8}, {-1},
          {1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.3, 0, 7,
-         {0, 1, 1, 1, 2, 2, 2, 0, 0}},
+         {3, 1, 1, 1, 2, 2, 2, 0, 0}},
         /* A chain: no step has two producing steps. */
         {"chain", 5, {1, 2, 3, 4, 4}, {-1}, {1, 1, 1, 1, 1}, 0.1, 0, -1,
          {0, 0, 0, 0, 0}},
         /* Lopsided: 1 against 6 of 8 (share 0.125 < 0.4). */
         {"lopsided", 8, {1, 2, 3, 4, 5, 7, 7, 7}, {-1},
          {1, 1, 1, 1, 1, 1, 1, 1}, 0.4, 0, -1, {0, 0, 0, 0, 0, 0, 0, 0}},
-        /* The same with share 0.1: lanes of 6 steps and 1 at step 7. */
+        /* The same with share 0.1 (the other steps split at 0.9 of one
+         * thread's time): steps 0 and 6 at once, the rest after. */
         {"lopsided low share", 8, {1, 2, 3, 4, 5, 7, 7, 7}, {-1},
-         {1, 1, 1, 1, 1, 1, 1, 1}, 0.1, 0, 7, {1, 1, 1, 1, 1, 1, 2, 0}},
+         {1, 1, 1, 1, 1, 1, 1, 1}, 0.1, 0, 1, {1, 0, 0, 0, 0, 0, 2, 0}},
         /* Balanced but each lane below the lane minimum. */
         {"lane minimum", 7, {2, 2, 6, 5, 5, 6, 6}, {-1},
          {1, 1, 1, 1, 1, 1, 1}, 0.4, 3.5, -1, {0, 0, 0, 0, 0, 0, 0}},
@@ -74,9 +78,26 @@ int main(void)
          {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.4, 0, 10,
          {1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 0}},
         /* Work decides, not step counts: 2 joins two heavy steps, 4 joins
-         * 2's four steps and one light one. */
+         * 2's four steps and one light one, a unit of its own. */
         {"by work", 5, {2, 2, 4, 4, 4}, {-1}, {10, 10, 1, 1, 1}, 0.4, 0, 2,
-         {1, 2, 0, 0, 0}},
+         {1, 2, 0, 3, 0}},
+        /* The same where each side of any cut holds less than the lane
+         * minimum: the largest root (10 or 21) or the rest (11 or 1). */
+        {"lane minimum by work", 5, {2, 2, 4, 4, 4}, {-1},
+         {10, 10, 1, 1, 1}, 0.4, 12, -1, {0, 0, 0, 0, 0}},
+        /* Three chains of three steps (0 1 6, 2 3 7, 4 5 8), 9 joining
+         * the first two and 10 the third: three units, no single join
+         * of two halves; the first read at 9. */
+        {"three units", 11, {1, 6, 3, 7, 5, 8, 9, 9, 10, 10, 10}, {-1},
+         {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.4, 0, 9,
+         {1, 1, 2, 2, 3, 3, 1, 2, 3, 0, 0}},
+        /* The same with a fused group of 8 and 10 (8 runs at 10's turn):
+         * the cut at three units straddles; the next best is none. */
+        {"three units, group straddles", 11,
+         {1, 6, 3, 7, 5, 8, 9, 9, 10, 10, 10},
+         {0, 1, 2, 3, 4, 5, 6, 7, 10, 9, 10},
+         {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0.4, 0, -1,
+         {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
         run(&cases[k]);
