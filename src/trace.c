@@ -1066,23 +1066,21 @@ typedef struct {
     eb_exec_counters cnt[EB_LANES_MAX_UNITS];
 } lanes_job;
 
-/* One thread's share of the units: it claims the largest unit not yet
- * claimed, runs its steps in path order on this thread alone, and claims
- * again until none is left (the largest first: a unit taken last is a
- * small one). Each unit's counters are its own. */
+/* One thread's share of the units: unit part + 1 first (with as many
+ * parts as threads, the caller runs unit 1 and a worker unit 2, on the
+ * same cores from run to run, as the team hands out parts), then the
+ * largest unit not yet claimed, until none is left (a unit taken last is
+ * a small one). Each unit's steps in path order on this thread alone;
+ * each unit's counters are its own. */
 static void lane_part(void *arg, int part, int nparts)
 {
-    (void)part;
     (void)nparts;
     lanes_job *j = arg;
-    for (;;) {
-        int u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (u >= j->p->nunits)
-            return;
+    for (int u = part; u < j->p->nunits;
+         u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed))
         for (int t = 0; t < j->p->nsteps; t++)
             if (j->p->lane[t] == u + 1)
                 run_turn(j->p, t, NULL, &j->cnt[u]);
-    }
 }
 
 static eb_status trace_run(void *vctx, const void **out,
@@ -1105,12 +1103,12 @@ static eb_status trace_run(void *vctx, const void **out,
         /* The units, claimed by the team's threads (lane_part): OpenBLAS
          * at one thread while several may call it. */
         lanes_job j = {.p = p};
-        atomic_init(&j.next, 0);
+        int parts = eb_team_size(p->team);
+        parts = parts < p->nunits ? parts : p->nunits;
+        atomic_init(&j.next, parts);
         if (p->blas_threads > 1)
             eb_blas_set_threads(1);
-        int parts = eb_team_size(p->team);
-        eb_team_run_parts(p->team, parts < p->nunits ? parts : p->nunits,
-                          lane_part, &j);
+        eb_team_run_parts(p->team, parts, lane_part, &j);
         if (p->blas_threads > 1)
             eb_blas_set_threads(p->blas_threads);
         for (int k = 0; k < p->nunits; k++)
