@@ -38,8 +38,9 @@ typedef struct eb_executor {
     int fused_groups;   /* trace: groups of steps run block by block */
     int engine_threads; /* threads a run uses: the team's, or 1 for a
                            trace program too small to split (trace.c) */
-    int lanes_at;       /* trace: the step that joins two concurrent
-                           lanes (lanes.h), -1 without; eager: -1 */
+    int lanes_at;       /* trace: the first step that reads a unit run
+                           as a concurrent lane (lanes.h), -1 without;
+                           eager: -1 */
 } eb_executor;
 
 /* Create the executor of a mode for one instance, path and set of inputs

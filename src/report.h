@@ -71,7 +71,7 @@ typedef struct {
     int64_t gemm_calls, blas_calls, permuted_elems; /* per sample */
     int fused_groups;           /* trace: groups run block by block */
     int engine_threads;         /* threads the runs used (exec.h) */
-    int lanes_at;               /* trace: step after two lanes, or -1 */
+    int lanes_at;               /* trace: first step after the lanes, or -1 */
     int has_roofline;           /* the roofline fields are set */
     double roofline_ms;         /* sum of the step bounds (roofline.h) */
     double roofline_gflops, roofline_gbs; /* the F and BW used */
