@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-/* Subtree work at or below which cut x takes a step as a root: a step
- * with a consumer (not the last) whose subtree holds more. */
+/* Is step t a root of the cut at x: its subtree holds at most x and its
+ * consumer's (it is not the last step) more? */
 static int is_root(int t, const int *consumer, const double *sub, double x)
 {
     return consumer[t] != t && sub[t] <= x && sub[consumer[t]] > x;
@@ -27,12 +27,10 @@ static int assign(int n, const int *consumer, const int *turn,
     return 1;
 }
 
-static int by_work(const void *x, const void *y, const double *sub)
+/* Does root a go before root b: more work, or equal work and earlier? */
+static int before(int a, int b, const double *sub)
 {
-    int a = *(const int *)x, b = *(const int *)y;
-    if (sub[a] != sub[b])
-        return sub[a] > sub[b] ? -1 : 1;
-    return a < b ? -1 : a > b;
+    return sub[a] != sub[b] ? sub[a] > sub[b] : a < b;
 }
 
 /* Insertion sort of the roots by work, largest first (qsort has no
@@ -40,8 +38,7 @@ static int by_work(const void *x, const void *y, const double *sub)
 static void sort_roots(int *root, int nroot, const double *sub)
 {
     for (int i = 1; i < nroot; i++)
-        for (int j = i; j > 0 && by_work(&root[j], &root[j - 1], sub) < 0;
-             j--) {
+        for (int j = i; j > 0 && before(root[j], root[j - 1], sub); j--) {
             int r = root[j];
             root[j] = root[j - 1];
             root[j - 1] = r;

@@ -1461,9 +1461,9 @@ static void test_solo(void)
  * three products joined by a seventh (path pairs as opt_einsum gives
  * them), also with a batch label throughout; twelve as three such units
  * joined by two more products, the team's threads claiming units; a
- * chain of products (no step joins two step results) for contrast. Sizes
- * small enough for
- * the naive reference, which loops over all labels at once. With a team
+ * chain of products (no step joins two step results) for contrast. The
+ * reference is the naive loop over all labels at once, or the stepwise
+ * one where that loop would be too long (the sixteen). With a team
  * and small programs on it (solo_work 0), trace forks at the first join
  * (lanes_at 6 and 9), with fusion as planned and forced (groups inside the
  * lanes); with the default options these programs run on the caller
