@@ -847,6 +847,69 @@ static void print_fusion(const eb_instance *inst, const eb_step_desc *d, int n)
     }
 }
 
+/* Steps s of d with unit u, as ranges "0-5,9". */
+static void print_unit_steps(const eb_step_desc *d, int n, int u)
+{
+    const char *sep = "";
+    for (int s = 0; s < n; s++) {
+        if (d[s].unit != u)
+            continue;
+        int e = s;
+        while (e + 1 < n && d[e + 1].unit == u)
+            e++;
+        if (e > s)
+            printf("%s%d-%d", sep, s, e);
+        else
+            printf("%s%d", sep, s);
+        sep = ",";
+        s = e;
+    }
+}
+
+/* How a run at --threads N uses its threads: trace's program alone, split
+ * step by step, or with units (subtrees) side by side first. */
+static void print_team(eb_mode mode, const eb_step_desc *d, int n,
+                       const eb_trace_team *tt, int threads)
+{
+    if (threads < 2)
+        return;
+    if (mode != EB_MODE_TRACE) {
+        printf("threads: %d: each step's kernels split their work over the "
+               "team when it is large enough\n", threads);
+        return;
+    }
+    if (tt->solo) {
+        printf("threads: %d: the program runs on the calling thread alone "
+               "(its work, %.3g multiply-adds and elements written, is "
+               "below %.3g: waking the team would cost more than it "
+               "saves)\n", threads, tt->work, tt->solo_work);
+        return;
+    }
+    if (tt->nunits < 1) {
+        printf("threads: %d: each step's kernels split their work over the "
+               "team (no subtrees to run side by side)\n", threads);
+        return;
+    }
+    double in_units = 0;
+    for (int s = 0; s < n; s++)
+        if (d[s].unit)
+            in_units += eb_plan_work(&d[s].plan);
+    printf("threads: %d: %d units (subtrees) run side by side, each on one "
+           "thread, claimed largest first, before step %d; the other steps' "
+           "kernels split over the team; units hold %.0f%% of the work\n",
+           threads, tt->nunits, tt->fork,
+           tt->work > 0 ? 100 * in_units / tt->work : 0);
+    for (int u = 1; u <= tt->nunits; u++) {
+        double w = 0;
+        for (int s = 0; s < n; s++)
+            if (d[s].unit == u)
+                w += eb_plan_work(&d[s].plan);
+        printf("  unit %d: %.3g work, steps ", u, w);
+        print_unit_steps(d, n, u);
+        putchar('\n');
+    }
+}
+
 /* The --time columns of step s: median ms, share of the sum, GFLOP/s (of
  * the whole group at a fused group's turn); "(in N)" for a step that runs
  * at step N's turn. */
@@ -995,10 +1058,13 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
         eb_roofline_path(inst, sched, &cal->rates, bound);
     int64_t arena = 0;
     eb_fuse_opts fuse = eb_fuse_default_opts();
+    eb_trace_team team = {0};
     eb_status st = !d ? eb_error_set(&err, EB_ERR_NOMEM, "out of memory")
                    : mode == EB_MODE_TRACE
-                       ? eb_trace_describe(inst, path, no_fuse ? NULL : &fuse,
-                                           d, &arena, &err)
+                       ? eb_trace_describe_team(inst, path,
+                                                no_fuse ? NULL : &fuse,
+                                                c->run.threads, d, &arena,
+                                                &team, &err)
                        : eb_eager_describe(inst, path, d, &err);
     if (st)
         fprintf(stderr, "einsum-bench: %s\n", err.msg);
@@ -1015,6 +1081,7 @@ static int plan_one(const eb_instance *inst, const eb_path *path,
             printf("arena: %lld bytes\n", (long long)arena);
         printf("%s\n", inst->format_string);
         print_plan(inst, path, d, sched, tm, bound);
+        print_team(mode, d, n, &team, c->run.threads);
         if (bound)
             print_roofline(sched, inst->dt, bound, cal, tm);
         if (tm)

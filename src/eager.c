@@ -58,6 +58,7 @@ static eb_status do_step(eager_ctx *c, int s, const operand *a,
         d->plan = plan;
         d->fused_at = -1;
         d->fuse_pf = 0;
+        d->unit = 0;
         d->a_rank = a->v.rank;
         memcpy(d->a_ids, a->v.ids, (size_t)a->v.rank * sizeof(int));
         d->b_rank = b ? b->v.rank : -1;

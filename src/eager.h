@@ -34,6 +34,8 @@ typedef struct {
     int64_t fuse_block, fuse_blocks;
     int fuse_pf; /* bit q: operand q (from outside the group) prefetched a
                   * block ahead */
+    int unit;    /* trace at two or more threads: the unit (subtree run
+                  * beside others, 1 ..) the step belongs to, 0: none */
 } eb_step_desc;
 
 /*

@@ -937,9 +937,7 @@ static void program_free(program *p)
     free(p);
 }
 
-/* A step's work as eb_fuse_opts.solo_work counts it: its multiply-adds
- * (products) plus the elements it writes (output and prepared operands). */
-static double step_work(const eb_plan *q)
+double eb_plan_work(const eb_plan *q)
 {
     double w = (double)q->out_elems + (double)q->prep_elems[0] +
                (double)q->prep_elems[1];
@@ -969,7 +967,7 @@ static eb_status plan_lanes(program *p, const int *consumer,
     }
     for (int t = 0; t < p->nsteps; t++) {
         turns[t] = turn(p, t);
-        work[t] = step_work(&p->steps[t].plan);
+        work[t] = eb_plan_work(&p->steps[t].plan);
         total += work[t];
     }
     p->solo = nthreads > 1 && total < solo;
@@ -1174,17 +1172,35 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                             const eb_fuse_opts *fuse, eb_step_desc *descs,
                             int64_t *arena_bytes, eb_error *err)
 {
+    eb_trace_team team;
+    return eb_trace_describe_team(inst, path, fuse, 1, descs, arena_bytes,
+                                  &team, err);
+}
+
+eb_status eb_trace_describe_team(const eb_instance *inst,
+                                 const eb_path *path,
+                                 const eb_fuse_opts *fuse, int threads,
+                                 eb_step_desc *descs, int64_t *arena_bytes,
+                                 eb_trace_team *team, eb_error *err)
+{
     eb_view *views = eb_views_without_data(inst);
     if (!views)
         return eb_error_set(err, EB_ERR_NOMEM, "out of memory");
     program *p;
-    eb_status st = compile(inst, path, views, fuse, 1, &p, err);
+    threads = threads > 1 ? threads : 1;
+    eb_status st = compile(inst, path, views, fuse, threads, &p, err);
     if (!st) {
         int n = inst->num_tensors;
+        *team = (eb_trace_team){
+            .threads = threads, .solo = threads > 1 && p->solo,
+            .solo_work = fuse ? fuse->solo_work : EB_SOLO_WORK,
+            .fork = p->fork, .nunits = p->nunits};
         for (int t = 0; t < p->nsteps; t++) {
             eb_step_desc *d = &descs[t];
             const tstep *s = &p->steps[t];
             d->plan = s->plan;
+            d->unit = p->lane[t];
+            team->work += eb_plan_work(&s->plan);
             d->fused_at = -1;
             d->fuse_pf = 0;
             if (s->group >= 0) {

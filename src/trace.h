@@ -41,9 +41,33 @@ eb_status eb_trace_create(const eb_instance *inst, const eb_path *path,
                           eb_error *err);
 
 /* Compile without data and describe the program's steps (for `plan`);
- * descs has max(num_steps, 1) entries. *arena_bytes gets the arena size. */
+ * descs has max(num_steps, 1) entries. *arena_bytes gets the arena size.
+ * The program is the one a run at one thread makes. */
 eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                             const eb_fuse_opts *fuse, eb_step_desc *descs,
                             int64_t *arena_bytes, eb_error *err);
+
+/* A step's work as eb_fuse_opts.solo_work and the lanes count it: its
+ * multiply-adds (products) plus the elements it writes (output and
+ * prepared operands). */
+double eb_plan_work(const eb_plan *q);
+
+/* How a program uses a team of `threads` (eb_trace_describe_team). */
+typedef struct {
+    int threads;        /* the team's size the program was made for */
+    int solo;           /* 1: it runs on the calling thread alone */
+    double work;        /* its work (multiply-adds and elements written) */
+    double solo_work;   /* below this much work a program runs solo */
+    int fork;           /* the first step after its units (-1: none) */
+    int nunits;         /* subtrees run side by side (eb_step_desc.unit) */
+} eb_trace_team;
+
+/* eb_trace_describe for the program a run at `threads` threads makes (its
+ * units in each step's descs[t].unit, its arena, its fused groups). */
+eb_status eb_trace_describe_team(const eb_instance *inst,
+                                 const eb_path *path,
+                                 const eb_fuse_opts *fuse, int threads,
+                                 eb_step_desc *descs, int64_t *arena_bytes,
+                                 eb_trace_team *team, eb_error *err);
 
 #endif
