@@ -191,6 +191,27 @@ static void test_cache_top_up(const eb_sysinfo *sys)
     unlink(file);
 }
 
+/* A stream pass's time: the busiest thread's CPU time over the parts it
+ * ran, or the wall time when shorter. */
+static void test_parts_time(void)
+{
+    int64_t ns[4] = {100, 100, 100, 100};
+    uintptr_t two[4] = {1, 2, 1, 2}, one[4] = {7, 7, 7, 7};
+    EB_CHECK(eb_calib_parts_ns(4, ns, two, 1000) == 200,
+             "two threads, two parts each: one thread's two parts");
+    EB_CHECK(eb_calib_parts_ns(4, ns, one, 1000) == 400,
+             "one thread ran all four: their sum, not a quarter");
+    EB_CHECK(eb_calib_parts_ns(4, ns, one, 300) == 300,
+             "the wall time when shorter");
+    int64_t uneven[2] = {50, 300};
+    uintptr_t ab[2] = {3, 4};
+    EB_CHECK(eb_calib_parts_ns(2, uneven, ab, 1000) == 300,
+             "the slower thread");
+    int64_t none[2] = {0, 0};
+    EB_CHECK(eb_calib_parts_ns(2, none, ab, 1000) == 1000,
+             "no CPU time read: the wall time");
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -200,6 +221,7 @@ int main(void)
     eb_sysinfo sys;
     eb_sysinfo_collect(&sys);
     test_roofline_per_dtype();
+    test_parts_time();
     test_explicit_file(&sys);
     test_cache_top_up(&sys);
     char file[256];
