@@ -103,10 +103,15 @@ enum { REP_BYTES = 16384, REP_MAX = 256 };
 enum { ROW_BLOCK_BYTES = 32768 };
 
 /* ROW outputs of more than STREAM_MIN_BYTES (the last-level cache is 32
- * MiB on this machine class, shared with the inputs) in rows of at least
- * STREAM_MIN_ROW_BYTES are written with non-temporal stores. Short rows
- * are not: on rows of 27 doubles (gm_queen) streaming was 4x slower, the
- * partial lines at each row's ends defeating the write combining. */
+ * MiB on this machine class, shared with the inputs) written in runs of at
+ * least STREAM_MIN_ROW_BYTES are written with non-temporal stores: a long
+ * row, or short rows that follow each other in out along the innermost
+ * loop dim (row_run). A row's ends off a 32-byte boundary are written with
+ * non-temporal scalar stores too, so that each line fills in the write
+ * combining buffer: with ordinary stores there, rows of 27 doubles ran 4x
+ * slower streamed, and gm_queen's eager multiply by a permutation in rows
+ * of 81 (43 M elements) 48-50 ms against 24-25 through the cache; with
+ * them 12.3 ms against 22.6 (one-step instance, eager). */
 #ifndef STREAM_MIN_ROW_BYTES
 #define STREAM_MIN_ROW_BYTES 4096
 #endif
@@ -736,6 +741,23 @@ static int64_t out_run(const eb_perm *p)
     return run;
 }
 
+/* ROW: elements of out that consecutive rows write one after another:
+ * the row, times the innermost loop dim's extent when its out stride
+ * continues the row (a repeat inside the tile writes its own such run). */
+static int64_t row_run(const eb_perm *p)
+{
+    int last = p->rank - 1;
+    int64_t run = p->shape[last];
+    for (int d = last - 1; d >= 0; d--) {
+        if (p->block[d] >= p->shape[d])
+            continue;
+        if (p->stride[0][d] == run)
+            run *= p->shape[d];
+        break;
+    }
+    return run;
+}
+
 void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
                      const int64_t *out_stride, const int64_t *x0_stride,
                      const int64_t *x1_stride)
@@ -760,8 +782,7 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     choose_mode(p);
     p->split = choose_split(p);
     p->stream = perm_big(p) && ((p->mode == EB_PERM_ROW &&
-                         p->shape[p->rank - 1] >=
-                             elems_of(p, STREAM_MIN_ROW_BYTES)) ||
+                         row_run(p) >= elems_of(p, STREAM_MIN_ROW_BYTES)) ||
                         (p->mode == EB_PERM_XROW &&
                          xrow_streams(p->shape[p->rank - 1]) &&
                          p->shape[p->rank - 1] * p->shape[p->rank - 2] >=
@@ -1005,7 +1026,10 @@ mul_row(int64_t j, int64_t n, const char *x0, const char *x1, char *out,
         EB_STORE(out + j * es,
                  vmul(k, vload(x0 + j * es), bc ? c1 : vload(x1 + j * es)));
     for (; j < n; j++)
-        elem(k, out + j * es, x0 + j * es, x1 + j * s1);
+        if (nt)
+            elem_nt(k, out + j * es, x0 + j * es, x1 + j * s1);
+        else
+            elem(k, out + j * es, x0 + j * es, x1 + j * s1);
 }
 
 /* One row of n elements of kind k with unit stride in out: x0 along the
@@ -1035,7 +1059,7 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
                                     * elementwise) */
     if (nt)
         for (; j < n && ((uintptr_t)(out + j * es) & 31); j++)
-            elem(k, out + j * es, x0 + j * s0, x1 + j * s1);
+            elem_nt(k, out + j * es, x0 + j * s0, x1 + j * s1);
     if (s0 == 0) {
         char c[16];
         elem(k, c, x0, x1);
@@ -1043,7 +1067,12 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
         for (; j + v <= n; j += v)
             EB_STORE(out + j * es, vc);
         for (; j < n; j++)
-            memcpy(out + j * es, c, (size_t)es);
+            if (nt)
+                elem_nt(KIND_ES(k) == 4 ? K_CP4 : KIND_ES(k) == 16 ? K_CP16
+                                                                  : K_CP8,
+                        out + j * es, c, NULL);
+            else
+                memcpy(out + j * es, c, (size_t)es);
         return;
     }
     if (nsrc == 1) {
@@ -1060,7 +1089,10 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
         for (; j + v <= n; j += v)
             EB_STORE(out + j * es, vload(x0 + j * es));
         for (; j < n; j++)
-            elem(k, out + j * es, x0 + j * es, NULL);
+            if (nt)
+                elem_nt(k, out + j * es, x0 + j * es, NULL);
+            else
+                elem(k, out + j * es, x0 + j * es, NULL);
         return;
     }
     if (s1 == 0)
