@@ -200,8 +200,8 @@ static void stream_part(void *arg, int part, int nparts)
  * counts (ordinary stores read each line of c before writing it, a fourth
  * array of traffic the formula does not count), and the best pass, since
  * a pass only gets slower when another process takes the memory bus.
- * A pass takes its wall time, or, when that is longer, the CPU time of its
- * busiest thread (eb_calib_parts_ns): the process's CPU time over the
+ * A pass takes the CPU time of its busiest thread when that is shorter
+ * than its wall time (eb_calib_parts_ns): the process's CPU time over the
  * thread count counted a pass whose worker never woke (the caller ran
  * both halves) at twice the caller's rate, and the suite's two-thread
  * calibrations read 108-267 GB/s against 24-66 at one thread. */

@@ -16,8 +16,8 @@
  * Each is the best of a few timed runs after one warmup (STREAM's
  * convention: the rate the machine reaches), on buffers from mem (as the
  * engine and the bench's references allocate), filled before timing. A
- * run's time is its wall time, or when that is longer the CPU time the
- * work took: for F the process's over the thread count (OpenBLAS's
+ * run's time is its wall time, or the CPU time the work took when that
+ * is shorter: for F the process's over the thread count (OpenBLAS's
  * threads), for BW the busiest engine thread's over the parts it ran
  * (eb_calib_parts_ns). On a machine that other processes load, the rates
  * stay those of the work while it runs. float64's F and BW take a few
@@ -112,9 +112,9 @@ int eb_calib_cache_file(const eb_sysinfo *sys, int threads, char *buf,
 /* The calibration as members of the open JSON object under `key`. */
 void eb_calib_json(const eb_calibration *c, eb_jw *w, const char *key);
 
-/* The time of one pass of a job's nparts parts: wall_ns, or when that is
- * longer, the largest sum of part_ns over the parts one thread ran
- * (part_thread[p]: which thread ran part p): the rate of the work while it
+/* The time of one pass of a job's nparts parts: the largest sum of
+ * part_ns over the parts one thread ran (part_thread[p]: which thread ran
+ * part p), or wall_ns when that is shorter: the rate of the work while it
  * ran, on a machine whose other processes take the CPUs part of the time,
  * counting parts one thread ran one after another. */
 int64_t eb_calib_parts_ns(int nparts, const int64_t *part_ns,
