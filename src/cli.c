@@ -20,6 +20,7 @@
 #include "eager.h"
 #include "interrupt.h"
 #include "trace.h"
+#include "lanes.h"
 #include "load.h"
 #include "plan_json.h"
 #include "recfile.h"
@@ -890,21 +891,16 @@ static void print_team(eb_mode mode, const eb_step_desc *d, int n,
                "team (no subtrees to run side by side)\n", threads);
         return;
     }
-    double in_units = 0;
+    double w[EB_LANES_MAX_UNITS + 1] = {0}; /* [0]: outside the units */
     for (int s = 0; s < n; s++)
-        if (d[s].unit)
-            in_units += eb_plan_work(&d[s].plan);
+        w[d[s].unit] += eb_plan_work(&d[s].plan);
     printf("threads: %d: %d units (subtrees) run side by side, each on one "
            "thread, claimed largest first, before step %d; the other steps' "
            "kernels split over the team; units hold %.0f%% of the work\n",
            threads, tt->nunits, tt->fork,
-           tt->work > 0 ? 100 * in_units / tt->work : 0);
+           tt->work > 0 ? 100 * (tt->work - w[0]) / tt->work : 0);
     for (int u = 1; u <= tt->nunits; u++) {
-        double w = 0;
-        for (int s = 0; s < n; s++)
-            if (d[s].unit == u)
-                w += eb_plan_work(&d[s].plan);
-        printf("  unit %d: %.3g work, steps ", u, w);
+        printf("  unit %d: %.3g work, steps ", u, w[u]);
         print_unit_steps(d, n, u);
         putchar('\n');
     }

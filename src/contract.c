@@ -1757,6 +1757,15 @@ int64_t eb_plan_moved(const eb_plan *p)
            (p->post ? p->out_elems : 0);
 }
 
+double eb_plan_work(const eb_plan *q)
+{
+    double w = (double)q->out_elems + (double)q->prep_elems[0] +
+               (double)q->prep_elems[1];
+    if (q->kind != EB_KIND_MUL && q->kind != EB_KIND_OUTER)
+        w += (double)q->nbatch * (double)q->M * (double)q->N * (double)q->K;
+    return w;
+}
+
 /* The outermost (largest stride) of x's free labels against o, or -1. */
 static int outer_free(const eb_view *x, const eb_view *o, const int *keep,
                       int nkeep)

@@ -224,6 +224,11 @@ int eb_plan_engine_slow(const eb_plan *p);
  * operand preparations, blocked preparation and the output permutation. */
 int64_t eb_plan_moved(const eb_plan *p);
 
+/* A step's work as trace counts it (eb_fuse_opts.solo_work, the lanes):
+ * its multiply-adds (products) plus the elements it writes (output and
+ * prepared operands). */
+double eb_plan_work(const eb_plan *p);
+
 /* Execute a plan. All buffers hold elements of plan->dt. prep0/prep1/tmp
  * are scratch buffers of the sizes the plan asks for (in elements; NULL
  * where not needed); out has plan->out_elems elements. The

@@ -925,6 +925,16 @@ elem_nt(const int k, char *o, const char *a, const char *b)
         _mm_stream_si64((long long *)o + 1, v[1]);
 }
 
+/* elem, with a non-temporal store when nt. */
+__attribute__((always_inline)) static inline void
+elem_st(const int nt, const int k, char *o, const char *a, const char *b)
+{
+    if (nt)
+        elem_nt(k, o, a, b);
+    else
+        elem(k, o, a, b);
+}
+
 /* The tile at offsets off[] with extents ext[] along its dims td[0..nt-1]
  * (outermost first; the last is out's innermost dim), scalar. */
 __attribute__((always_inline)) static inline void
@@ -1026,10 +1036,7 @@ mul_row(int64_t j, int64_t n, const char *x0, const char *x1, char *out,
         EB_STORE(out + j * es,
                  vmul(k, vload(x0 + j * es), bc ? c1 : vload(x1 + j * es)));
     for (; j < n; j++)
-        if (nt)
-            elem_nt(k, out + j * es, x0 + j * es, x1 + j * s1);
-        else
-            elem(k, out + j * es, x0 + j * es, x1 + j * s1);
+        elem_st(nt, k, out + j * es, x0 + j * es, x1 + j * s1);
 }
 
 /* One row of n elements of kind k with unit stride in out: x0 along the
@@ -1066,13 +1073,8 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
         __m256d vc = vbcast(k, c);
         for (; j + v <= n; j += v)
             EB_STORE(out + j * es, vc);
-        for (; j < n; j++)
-            if (nt)
-                elem_nt(KIND_ES(k) == 4 ? K_CP4 : KIND_ES(k) == 16 ? K_CP16
-                                                                  : K_CP8,
-                        out + j * es, c, NULL);
-            else
-                memcpy(out + j * es, c, (size_t)es);
+        for (; j < n; j++) /* (s0 == 0: so is s1) */
+            elem_st(nt, k, out + j * es, x0, x1);
         return;
     }
     if (nsrc == 1) {
@@ -1089,10 +1091,7 @@ row_body(int64_t n, const char *x0, int64_t s0, const char *x1, int64_t s1,
         for (; j + v <= n; j += v)
             EB_STORE(out + j * es, vload(x0 + j * es));
         for (; j < n; j++)
-            if (nt)
-                elem_nt(k, out + j * es, x0 + j * es, NULL);
-            else
-                elem(k, out + j * es, x0 + j * es, NULL);
+            elem_st(nt, k, out + j * es, x0 + j * es, NULL);
         return;
     }
     if (s1 == 0)

@@ -937,15 +937,6 @@ static void program_free(program *p)
     free(p);
 }
 
-double eb_plan_work(const eb_plan *q)
-{
-    double w = (double)q->out_elems + (double)q->prep_elems[0] +
-               (double)q->prep_elems[1];
-    if (q->kind != EB_KIND_MUL && q->kind != EB_KIND_OUTER)
-        w += (double)q->nbatch * (double)q->M * (double)q->N * (double)q->K;
-    return w;
-}
-
 /*
  * Whether the program runs on the caller alone (p->solo: less work than
  * fuse's solo_work, EB_SOLO_WORK without fuse), and else, with a team of
@@ -1192,7 +1183,7 @@ eb_status eb_trace_describe_team(const eb_instance *inst,
     if (!st) {
         int n = inst->num_tensors;
         *team = (eb_trace_team){
-            .threads = threads, .solo = threads > 1 && p->solo,
+            .solo = threads > 1 && p->solo,
             .solo_work = fuse ? fuse->solo_work : EB_SOLO_WORK,
             .fork = p->fork, .nunits = p->nunits};
         for (int t = 0; t < p->nsteps; t++) {

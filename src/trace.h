@@ -47,14 +47,8 @@ eb_status eb_trace_describe(const eb_instance *inst, const eb_path *path,
                             const eb_fuse_opts *fuse, eb_step_desc *descs,
                             int64_t *arena_bytes, eb_error *err);
 
-/* A step's work as eb_fuse_opts.solo_work and the lanes count it: its
- * multiply-adds (products) plus the elements it writes (output and
- * prepared operands). */
-double eb_plan_work(const eb_plan *q);
-
 /* How a program uses a team of `threads` (eb_trace_describe_team). */
 typedef struct {
-    int threads;        /* the team's size the program was made for */
     int solo;           /* 1: it runs on the calling thread alone */
     double work;        /* its work (multiply-adds and elements written) */
     double solo_work;   /* below this much work a program runs solo */
