@@ -17,7 +17,19 @@ eb_fuse_opts eb_fuse_default_opts(void)
                           .cache_bytes = (int64_t)1 << 20,
                           .max_intensity = 4.0,
                           .prefetch_bytes = (int64_t)8 << 20,
-                          .solo_work = EB_SOLO_WORK};
+                          .solo_work = EB_SOLO_WORK,
+                          .unit_min_bytes = (int64_t)1 << 20};
+}
+
+/* Whether step s's output is large enough to be worth fusing into the step
+ * that reads it. */
+static int big_output(const eb_fuse_step *s, const eb_fuse_opts *opts,
+                      eb_dtype dt)
+{
+    int64_t min = opts->min_bytes;
+    if (s->shared && opts->unit_min_bytes > 0 && opts->unit_min_bytes < min)
+        min = opts->unit_min_bytes;
+    return s->plan->out_elems * (int64_t)eb_dtype_size(dt) >= min;
 }
 
 /* Axis of label l in v: -1 when absent, -2 when repeated (a diagonal,
@@ -387,18 +399,17 @@ static int choose_labels(const eb_instance *inst, const eb_fuse_step *steps,
 }
 
 /* Candidate producers of consumer t: the steps not yet in a group that make
- * its operands, where those are at least opts->min_bytes. */
+ * its operands, where those are large enough (big_output). */
 static int candidate_producers(const eb_fuse_step *steps, int t,
                                const int *taken, const eb_fuse_opts *opts,
                                eb_dtype dt, int *prod)
 {
     const eb_fuse_step *c = &steps[t];
-    int64_t esz = (int64_t)eb_dtype_size(dt);
     int n = 0;
     for (int q = 0; q < c->nops; q++) {
         int p = c->producer[q];
         if (p >= 0 && !taken[p] && (n == 0 || prod[0] != p) &&
-            steps[p].plan->out_elems * esz >= opts->min_bytes)
+            big_output(&steps[p], opts, dt))
             prod[n++] = p;
     }
     if (n == 2 && prod[0] > prod[1]) {
@@ -558,7 +569,7 @@ static double intensity(const eb_fuse_step *steps, const eb_fuse_group *g)
  * matrices: gm_queen's group of a skinny and a batched GEMM, extended by
  * the GEMMs after them, ran 660 ms against 527 for the same steps in the
  * group of two and alone), not in a group, its other operand comes from
- * outside the group, the output is at least opts->min_bytes, and the
+ * outside the group, the output is large enough (big_output), and the
  * longer group's blocks save more than g's (and stay within
  * opts->max_intensity). 1 when x was made.
  */
@@ -567,9 +578,7 @@ static int extend_group(const eb_instance *inst, const eb_fuse_step *steps,
                         const eb_fuse_group *g, eb_fuse_group *x)
 {
     int last = g->nmem - 1, t = g->mem[last], u = -1, uq = 0;
-    if (g->nmem == EB_FUSE_MAX ||
-        steps[t].plan->out_elems * (int64_t)eb_dtype_size(g->dt) <
-            opts->min_bytes)
+    if (g->nmem == EB_FUSE_MAX || !big_output(&steps[t], opts, g->dt))
         return 0;
     for (int v = t + 1; v < n && u < 0; v++)
         for (int q = 0; q < steps[v].nops; q++)

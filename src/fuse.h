@@ -81,10 +81,18 @@ typedef struct {
                             (multiply-adds plus elements written) runs on
                             the caller alone, OpenBLAS at one thread
                             (0: always on the team; trace.c) */
+    int64_t unit_min_bytes; /* min_bytes for a step whose output is read
+                               inside its own concurrent unit (lanes.h,
+                               eb_fuse_step.shared), when smaller (0: as
+                               min_bytes) */
 } eb_fuse_opts;
 
 /* The defaults: outputs past 4 MiB (beyond the L2 cache and a good part of
- * a shared L3); blocks of intermediates of about 1 MiB (twice this machine
+ * a shared L3), past 1 MiB inside a concurrent unit (the units running
+ * side by side share the L3 and the memory bandwidth: two units of the
+ * batch-likelihood networks, each writing intermediates of 1-4 MiB, ran
+ * 9-13% faster with those fused, the same steps on one thread 3% slower:
+ * docs/bench.md, "Thirtieth round"); blocks of intermediates of about 1 MiB (twice this machine
  * class's 512 KiB L2, well inside its L3), and no group whose blocks are
  * larger; operands up to 1 MiB read again per block for free; no group
  * past 4 flops a byte; outside operands of 8 MiB or more prefetched;
@@ -100,6 +108,9 @@ typedef struct {
     int nops;             /* 1 or 2 */
     eb_view op[2];        /* operand layouts (data ignored) */
     int producer[2];      /* step that makes operand q, -1: an input */
+    int shared;           /* 1: the step and the one that reads its output
+                             run in one unit beside other units (lanes.h):
+                             its output counts against unit_min_bytes */
 } eb_fuse_step;
 
 typedef struct {

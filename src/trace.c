@@ -850,12 +850,19 @@ static eb_status improve_layouts(const eb_instance *inst,
     return st;
 }
 
-/* Groups of steps that run block by block (see fuse.h). */
+/* Groups of steps that run block by block (see fuse.h). With the program's
+ * lanes (p->lane, or NULL before they are planned), a step whose output
+ * is read in its own unit is `shared`. */
 static eb_status plan_fusion(const eb_instance *inst, const eb_view *inputs,
                              const order *desired, const eb_fuse_opts *opts,
-                             program *p, eb_error *err)
+                             const int *consumer, program *p, eb_error *err)
 {
     int n = inst->num_tensors;
+    free(p->groups);
+    free(p->binds);
+    p->groups = NULL;
+    p->binds = NULL;
+    p->ngroups = 0;
     for (int t = 0; t < p->nsteps; t++)
         p->steps[t].group = -1;
     if (!opts || p->nsteps < 2)
@@ -869,6 +876,8 @@ static eb_status plan_fusion(const eb_instance *inst, const eb_view *inputs,
         fs[t].nops = step_views(inst, inputs, desired, s, fs[t].op);
         fs[t].producer[0] = s->a_slot >= n ? s->a_slot - n : -1;
         fs[t].producer[1] = s->b_slot >= n ? s->b_slot - n : -1;
+        fs[t].shared = p->lane && p->lane[t] &&
+                       p->lane[consumer[t]] == p->lane[t];
     }
     eb_status st = eb_fuse_plan(inst, fs, p->nsteps, opts, &p->groups,
                                 &p->ngroups, err);
@@ -949,6 +958,7 @@ static eb_status plan_lanes(program *p, const int *consumer,
     double solo = fuse ? fuse->solo_work : EB_SOLO_WORK, total = 0;
     int *turns = malloc((size_t)p->nsteps * sizeof *turns);
     double *work = malloc((size_t)p->nsteps * sizeof *work);
+    free(p->lane);
     p->lane = calloc((size_t)p->nsteps, sizeof *p->lane);
     p->fork = -1;
     if (!turns || !work || !p->lane) {
@@ -971,6 +981,30 @@ static eb_status plan_lanes(program *p, const int *consumer,
     free(turns);
     free(work);
     return EB_OK;
+}
+
+/*
+ * Units run side by side share the last-level cache and the memory
+ * bandwidth, so their steps' outputs are fused from a smaller size
+ * (eb_fuse_opts.unit_min_bytes): fusion again with the lanes known, then
+ * the lanes again for the new groups (which lie inside the units). Should
+ * the lanes come out otherwise, the program keeps the first plan.
+ */
+static eb_status fuse_in_units(const eb_instance *inst, const eb_view *inputs,
+                               const order *desired, const eb_fuse_opts *fuse,
+                               const int *consumer, int nparts, program *p,
+                               eb_error *err)
+{
+    int fork = p->fork, nunits = p->nunits;
+    eb_status st = plan_fusion(inst, inputs, desired, fuse, consumer, p, err);
+    if (!st)
+        st = plan_lanes(p, consumer, fuse, nparts, err);
+    if (st || (p->fork == fork && p->nunits == nunits))
+        return st;
+    free(p->lane);
+    p->lane = NULL;
+    st = plan_fusion(inst, inputs, desired, fuse, consumer, p, err);
+    return st ? st : plan_lanes(p, consumer, fuse, nparts, err);
 }
 
 /* Everything but the arena: layouts, plans, offsets. */
@@ -1016,9 +1050,12 @@ static eb_status compile(const eb_instance *inst, const eb_path *path,
         st = improve_layouts(inst, inputs, desired, consumer, p, &changed,
                              err);
     if (!st)
-        st = plan_fusion(inst, inputs, desired, fuse, p, err);
+        st = plan_fusion(inst, inputs, desired, fuse, consumer, p, err);
     if (!st)
         st = plan_lanes(p, consumer, fuse, nparts, err);
+    if (!st && fuse && p->fork >= 0)
+        st = fuse_in_units(inst, inputs, desired, fuse, consumer, nparts, p,
+                           err);
     if (!st)
         st = plan_memory(p, consumer, err);
 done:

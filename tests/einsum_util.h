@@ -160,14 +160,14 @@ static inline double tu_run_twice(const eb_executor *ex, const double *ref,
 
 /* What an executor said of itself (tu_mode_vs_naive_opts). */
 typedef struct {
-    int engine_threads, lanes_at;
+    int engine_threads, lanes_at, fused_groups;
 } tu_exec_info;
 
 /* Run path in `mode` on seeded random inputs, with fuse as trace's
  * options, on tu_team: relative error vs naive (the path's steps by the
  * stepwise naive reference, eb_ref_pairwise, where the one loop over all
  * labels would take more than 1e8 multiply-adds). *info (may be NULL)
- * gets the executor's engine_threads and lanes_at. */
+ * gets the executor's engine_threads, lanes_at and fused_groups. */
 static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
                                            const eb_path *path, uint64_t seed,
                                            eb_mode mode,
@@ -196,7 +196,8 @@ static inline double tu_mode_vs_naive_opts(const eb_instance *inst,
                         &ex, &err)) {
         e = tu_run_twice(&ex, ref, n, cnt_out);
         if (info)
-            *info = (tu_exec_info){ex.engine_threads, ex.lanes_at};
+            *info = (tu_exec_info){ex.engine_threads, ex.lanes_at,
+                                   ex.fused_groups};
         eb_exec_destroy(&ex);
     } else {
         fprintf(stderr, "create: %s\n", err.msg);

@@ -1438,7 +1438,7 @@ static void test_solo(void)
                 eb_fuse_opts fuse = eb_fuse_default_opts();
                 if (!solo)
                     fuse.solo_work = 0;
-                tu_exec_info info = {-1, -2};
+                tu_exec_info info = {-1, -2, -1};
                 double e = tu_mode_vs_naive_opts(inst, &path, 7, (eb_mode)m,
                                                  &fuse, NULL, &info);
                 int threads = info.engine_threads;
@@ -1533,7 +1533,7 @@ static void test_lanes_exec(void)
                     fuse = (eb_fuse_opts){.min_bytes = 0,
                                           .block_bytes = 512,
                                           .force = 1};
-                tu_exec_info info = {-1, -2};
+                tu_exec_info info = {-1, -2, -1};
                 double e = tu_mode_vs_naive_opts(inst, &path, 11, (eb_mode)m,
                                                  &fuse, NULL, &info);
                 int want = m == EB_MODE_TRACE && v > 0 && team > 1 &&
@@ -1547,6 +1547,48 @@ static void test_lanes_exec(void)
             }
         eb_instance_destroy(inst);
     }
+}
+
+/*
+ * Units share the caches (eb_fuse_opts.unit_min_bytes): two chains of
+ * three batched products joined by a seventh, fusion past a size no
+ * intermediate reaches (min_bytes) except inside a concurrent unit
+ * (unit_min_bytes of one byte). With a team of two or more the program
+ * forks at step 6 and fuses inside the units; without a team there are
+ * no units and nothing is fused. Results against the naive reference in
+ * both modes; eager never fuses.
+ */
+static void test_lanes_fuse(void)
+{
+    static const eb_pair pairs[] = {{0, 1}, {0, 1}, {4, 5}, {0, 1},
+                                    {0, 1}, {1, 2}, {0, 1}};
+    tu_sizes sp = {"z=24,a=5,b=6,c=7,d=5,e=6,f=7,g=5,h=6,i=7"};
+    eb_instance *inst = tu_instance("zab,zbc,zcd,zde,zef,zfg,zgh,zhi->zai",
+                                    tu_spec_size, &sp);
+    EB_CHECK(inst != NULL, "the chains build");
+    if (!inst)
+        return;
+    eb_path path = {.strategy = "lanes", .steps = (eb_pair *)pairs,
+                    .num_steps = 7};
+    eb_fuse_opts fuse = eb_fuse_default_opts();
+    fuse.min_bytes = (int64_t)1 << 40;
+    fuse.unit_min_bytes = 1;
+    fuse.block_bytes = 2048;
+    fuse.cache_bytes = 1 << 20;
+    fuse.solo_work = 0;
+    int team = eb_team_size(tu_team);
+    for (int m = 0; m < EB_MODE_COUNT; m++) {
+        tu_exec_info info = {-1, -2, -1};
+        double e = tu_mode_vs_naive_opts(inst, &path, 13, (eb_mode)m, &fuse,
+                                         NULL, &info);
+        int units = m == EB_MODE_TRACE && team > 1;
+        EB_CHECK(e >= 0 && e <= 1e-12 && info.lanes_at == (units ? 6 : -1) &&
+                     (units ? info.fused_groups > 0 : info.fused_groups == 0),
+                 "%s, team of %d: rel err %g, lanes at %d, %d fused groups",
+                 eb_mode_name((eb_mode)m), team, e, info.lanes_at,
+                 info.fused_groups);
+    }
+    eb_instance_destroy(inst);
 }
 
 int main(void)
@@ -1573,6 +1615,7 @@ int main(void)
     test_random();
     test_solo();
     test_lanes_exec();
+    test_lanes_fuse();
     /* Again with two and three engine threads: the split kernels and
      * permutations must give the same results. */
     eb_error err;
@@ -1589,6 +1632,7 @@ int main(void)
             test_kmajor_prep();
             test_solo();
             test_lanes_exec();
+            test_lanes_fuse();
             eb_team_destroy(tu_team);
             tu_team = NULL;
         }
