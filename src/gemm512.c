@@ -288,10 +288,11 @@ void eb_kern_gemm_rowc_avx512(int64_t M, int64_t N, int64_t K,
 {
     /* One chunk of one slice with B in place (a batch element of a tiny
      * GEMM): straight to its row blocks, without the panel set-up and the
-     * tables on the stack. */
+     * tables on the stack; A's rows prefetched where rowc_panels would
+     * (a long A: str_mps's 2413 x 19 x 19 steps read theirs from memory). */
     if (k->K1 == 1 && sbn == 1 && eb_gemm512_one_panel(N, K)) {
         panel_strided(M, N, 1, K, a, sam, k->sak, b, k->sbk, c, scm, 0, NULL,
-                      0);
+                      k->sak == 1 && M * K >= PREFETCH_MIN_A);
         return;
     }
     rowc_panels(M, N, K, a, sam, b, sbn, k, c, scm);

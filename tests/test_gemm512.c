@@ -521,6 +521,10 @@ int main(void)
     check_shape(30, 303, 1, 490, 0, 1, &seed);
     check_shape(100, 1000, 1, 40, 0, 0, &seed);
     check_shape(64, 200, 16, 4, 0, 0, &seed);
+    /* One panel with B in place and a long A (its rows prefetched in the
+     * one-panel path too): str_mps's 2413 x 19 x 19, a tail row block. */
+    check_shape(2413, 19, 1, 19, 0, 0, &seed);
+    check_shape(1691, 19, 1, 19, 0, 0, &seed);
     /* The few-K kernel: every row count up to 12, strips of 16 columns
      * and a masked last one (1-15 left, either vector), rows of B
      * prefetched (more than 128 columns left), K of 1 to 64 in one or
