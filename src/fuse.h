@@ -91,8 +91,9 @@ typedef struct {
  * a shared L3), past 1 MiB inside a concurrent unit (the units running
  * side by side share the L3 and the memory bandwidth: two units of the
  * batch-likelihood networks, each writing intermediates of 1-4 MiB, ran
- * 9-13% faster with those fused, the same steps on one thread 3% slower:
- * docs/bench.md, "Thirtieth round"); blocks of intermediates of about 1 MiB (twice this machine
+ * 8-13% faster with those fused; the same steps fused on one thread, 3-4%
+ * slower by the median of 10 pairs: docs/bench.md, "Thirtieth round");
+ * blocks of intermediates of about 1 MiB (twice this machine
  * class's 512 KiB L2, well inside its L3), and no group whose blocks are
  * larger; operands up to 1 MiB read again per block for free; no group
  * past 4 flops a byte; outside operands of 8 MiB or more prefetched;
