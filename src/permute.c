@@ -116,6 +116,25 @@ enum { ROW_BLOCK_BYTES = 32768 };
 #define STREAM_MIN_ROW_BYTES 4096
 #endif
 #define STREAM_MIN_BYTES (24.0 * 1024 * 1024)
+/* A ROW tile that repeats its row (row_reps) writes out at that many
+ * places in turn, each continued only by the next tile. Streamed, a row's
+ * partial end lines wait in the write-combining buffers while the other
+ * places are written: at more than STREAM_MAX_PLACES places rows stream
+ * only from STREAM_REP_ROW_BYTES. One-step instances of gm_queen's eager
+ * outer products, `plan --time --mode eager --samples 5-7`, streamed
+ * against through the cache: rows of 27 at 9 places (`pv,fgdyinexhrovpq
+ * sb->pvfgdyinexhroqsb`) float64 51.4-57.2 ms against 24.6-38.7,
+ * complex64 57.2-59.0 against 26.4-28.2, complex128 (432-byte rows)
+ * 56.3-57.4 against 49.6-51.6; rows of 81 at 3 places (`pr,hipvfgdynex
+ * roqsb->prhivfgdynexoqsb`) float32 8.1-9.1 against 13.2-13.9, float64
+ * 15.2-15.5 against 16.1-16.2; MERA open's eager copy in rows of 81 at 7
+ * places (step 14) 9.5-9.6 against 10.0-11.2. */
+#ifndef STREAM_MAX_PLACES
+#define STREAM_MAX_PLACES 4
+#endif
+#ifndef STREAM_REP_ROW_BYTES
+#define STREAM_REP_ROW_BYTES 512
+#endif
 /* Also when the arrays of one execution, read and written, take more than
  * STREAM_MIN_TOUCHED bytes (1.5x the last-level cache): the output's lines
  * are evicted before anything reads them again, so writing them through
@@ -758,6 +777,17 @@ static int64_t row_run(const eb_perm *p)
     return run;
 }
 
+/* ROW: may a tile that writes out at several places (its repeats) stream
+ * (STREAM_MAX_PLACES)? */
+static int row_places_stream(const eb_perm *p)
+{
+    int64_t places = 1;
+    for (int k = 0; k < p->nrep; k++)
+        places *= p->shape[p->rep[k]];
+    return places <= STREAM_MAX_PLACES ||
+           p->shape[p->rank - 1] >= elems_of(p, STREAM_REP_ROW_BYTES);
+}
+
 void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
                      const int64_t *out_stride, const int64_t *x0_stride,
                      const int64_t *x1_stride)
@@ -782,7 +812,8 @@ void eb_perm_plan_dt(eb_perm *p, eb_dtype dt, int rank, const int64_t *shape,
     choose_mode(p);
     p->split = choose_split(p);
     p->stream = perm_big(p) && ((p->mode == EB_PERM_ROW &&
-                         row_run(p) >= elems_of(p, STREAM_MIN_ROW_BYTES)) ||
+                         row_run(p) >= elems_of(p, STREAM_MIN_ROW_BYTES) &&
+                         row_places_stream(p)) ||
                         (p->mode == EB_PERM_XROW &&
                          xrow_streams(p->shape[p->rank - 1]) &&
                          p->shape[p->rank - 1] * p->shape[p->rank - 2] >=

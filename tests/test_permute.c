@@ -342,6 +342,37 @@ static void test_modes_dt(eb_dtype dt)
                      "streams (mode %d stream %d)",
                      (long long)(run * p.es), p.mode, p.stream);
     }
+    /* A ROW tile repeated over a source's next dims writes out at as many
+     * places in turn: streamed at up to 4 places, or in rows of 512 bytes
+     * or more (gm_queen's outer products: rows of 27 at 9 places, of 81
+     * at 3). */
+    {
+        int64_t sh[4] = {3, 3, 177147, 27},
+                o4[4] = {14348907, 4782969, 27, 1}, a4[4] = {3, 1, 0, 0},
+                b4[4] = {27, 81, 243, 1};
+        eb_perm_plan_dt(&p, dt, 4, sh, o4, a4, b4);
+        EB_CHECK(p.mode != EB_PERM_ROW || p.nrep == 0 ||
+                     p.stream == (27 * es >= 512),
+                 "%s: rows of 27 repeated at 9 places (mode %d nrep %d "
+                 "stream %d)", eb_dtype_name(dt), p.mode, p.nrep, p.stream);
+        if (dt == EB_F64)
+            EB_CHECK(p.mode == EB_PERM_ROW && p.nrep == 2 && p.stream == 0,
+                     "float64: rows of 27 at 9 places through the cache "
+                     "(mode %d nrep %d stream %d)", p.mode, p.nrep, p.stream);
+        int64_t sh5[5] = {3, 3, 9, 6561, 81},
+                o5[5] = {14348907, 4782969, 531441, 81, 1},
+                a5[5] = {3, 1, 0, 0, 0},
+                b5[5] = {1594323, 81, 4782969, 243, 1};
+        eb_perm_plan_dt(&p, dt, 5, sh5, o5, a5, b5);
+        EB_CHECK(p.mode != EB_PERM_ROW || p.nrep == 0 ||
+                     p.stream == 1,
+                 "%s: rows of 81 repeated at 3 places (mode %d nrep %d "
+                 "stream %d)", eb_dtype_name(dt), p.mode, p.nrep, p.stream);
+        if (dt == EB_F64)
+            EB_CHECK(p.mode == EB_PERM_ROW && p.nrep == 1 && p.stream == 1,
+                     "float64: rows of 81 at 3 places streamed (mode %d "
+                     "nrep %d stream %d)", p.mode, p.nrep, p.stream);
+    }
     int64_t threes[15], rev[15], nat[15], q = 1;
     for (int d = 14; d >= 0; d--) {
         threes[d] = 3;
