@@ -127,8 +127,9 @@ enum { ROW_BLOCK_BYTES = 32768 };
  * complex64 57.2-59.0 against 26.4-28.2, complex128 (432-byte rows)
  * 56.3-57.4 against 49.6-51.6; rows of 81 at 3 places (`pr,hipvfgdynex
  * roqsb->prhivfgdynexoqsb`) float32 8.1-9.1 against 13.2-13.9, float64
- * 15.2-15.5 against 16.1-16.2; MERA open's eager copy in rows of 81 at 7
- * places (step 14) 9.5-9.6 against 10.0-11.2. */
+ * 15.2-15.5 against 16.1-16.2; MERA open's eager step 17, whose GEMM's
+ * 10.1 M-element output is put in place in rows of 81 at 7 places, 60.5-
+ * 60.7 against 61.6 (`plan --time`, two runs each). */
 #ifndef STREAM_MAX_PLACES
 #define STREAM_MAX_PLACES 4
 #endif
