@@ -97,6 +97,10 @@ enum { REP_BYTES = 16384, REP_MAX = 256 };
 #define REP_RUN_BYTES 4096
 #endif
 
+/* ROW rows hold GENERIC_RUN_BYTES / 2, or ROW_MIN_ELEMS elements and
+ * more than a cache line, whichever is fewer (choose_mode). */
+enum { ROW_MIN_ELEMS = 16 };
+
 /* Long rows are cut into pieces of 32 KiB of out: nothing is lost per
  * piece, and the team can split a single row (an elementwise multiply of
  * two compact arrays is one row). */
@@ -687,8 +691,21 @@ static void choose_mode(eb_perm *p)
     /* Rows shorter than a GENERIC run would cost a pass of the loop nest
      * for every few elements (callgrind on tensornetwork_permutation_light,
      * eager: rows of 2 and 4 made the engine 2.5x the old kernel's
-     * instructions); the GENERIC tile takes several of them at once. */
-    int row = p->shape[dout] >= elems_of(p, GENERIC_RUN_BYTES / 2);
+     * instructions); the GENERIC tile takes several of them at once. A
+     * row of ROW_MIN_ELEMS elements that spans more than one cache line
+     * is long enough in any dtype (float32, paired runs, --dtype float32:
+     * gm_queen's eager outer product in rows of 27 floats, step 79 as a
+     * one-step instance, 39.1-40.0 ms in RUNS tiles, 16.3-17.0 as rows;
+     * str_mps eager in rows of 19 0.849 [0.712, 0.970] and 0.777 [0.710,
+     * 1.004]; in rows of 16 floats, one line each, lm sentence_4_4d eager
+     * 1.372 [1.109, 1.534] and 1.046 [0.962, 1.272], brackets_4_4d 1.114
+     * [0.936, 1.365]: not faster, left to GENERIC). */
+    int64_t row_min = elems_of(p, 64) + 1;
+    if (row_min < ROW_MIN_ELEMS)
+        row_min = ROW_MIN_ELEMS;
+    if (row_min > elems_of(p, GENERIC_RUN_BYTES / 2))
+        row_min = elems_of(p, GENERIC_RUN_BYTES / 2);
+    int row = p->shape[dout] >= row_min;
     for (int s = 1; s <= p->nsrc; s++)
         row = row && (p->stride[s][dout] == 0 || unit_dim(p, s) == dout);
     if (row) {

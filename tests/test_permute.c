@@ -373,6 +373,20 @@ static void test_modes_dt(eb_dtype dt)
                      "float64: rows of 81 at 3 places streamed (mode %d "
                      "nrep %d stream %d)", p.mode, p.nrep, p.stream);
     }
+    /* Rows of 16 elements are ROW rows when they span more than a cache
+     * line (float64, complex), GENERIC tiles when one line (float32);
+     * rows of 17 and more are ROW rows in every dtype. */
+    {
+        int64_t sh16[2] = {64, 16}, o16[2] = {16, 1}, x16[2] = {32, 1},
+                sh17[2] = {64, 17}, o17[2] = {17, 1}, x17[2] = {32, 1};
+        eb_perm_plan_dt(&p, dt, 2, sh16, o16, x16, NULL);
+        EB_CHECK((p.mode == EB_PERM_ROW) == (16 * es > 64),
+                 "%s: rows of 16 (%lld bytes): mode %d", eb_dtype_name(dt),
+                 (long long)(16 * es), p.mode);
+        eb_perm_plan_dt(&p, dt, 2, sh17, o17, x17, NULL);
+        EB_CHECK(p.mode == EB_PERM_ROW, "%s: rows of 17: mode %d",
+                 eb_dtype_name(dt), p.mode);
+    }
     int64_t threes[15], rev[15], nat[15], q = 1;
     for (int d = 14; d >= 0; d--) {
         threes[d] = 3;
