@@ -279,6 +279,28 @@ static void test_modes(void)
     EB_CHECK(eb_perm_bytes(&p) == 27 * 16, "bytes %g", eb_perm_bytes(&p));
 }
 
+/* A ROW plan whose tile repeats rows of `row` elements at `places` places
+ * of out streams when the places are at most 4 or the rows hold 512
+ * bytes; in float64 the plan must be that ROW tile with nrep repeats. */
+static void check_places(eb_dtype dt, int rank, const int64_t *sh,
+                         const int64_t *o, const int64_t *a, const int64_t *b,
+                         int64_t row, int places, int nrep)
+{
+    int64_t es = (int64_t)eb_dtype_size(dt);
+    int want = places <= 4 || row * es >= 512;
+    eb_perm p;
+    eb_perm_plan_dt(&p, dt, rank, sh, o, a, b);
+    EB_CHECK(p.mode != EB_PERM_ROW || p.nrep == 0 || p.stream == want,
+             "%s: rows of %lld repeated at %d places (mode %d nrep %d "
+             "stream %d)", eb_dtype_name(dt), (long long)row, places, p.mode,
+             p.nrep, p.stream);
+    if (dt == EB_F64)
+        EB_CHECK(p.mode == EB_PERM_ROW && p.nrep == nrep && p.stream == want,
+                 "float64: rows of %lld at %d places, stream %d (mode %d "
+                 "nrep %d stream %d)", (long long)row, places, want, p.mode,
+                 p.nrep, p.stream);
+}
+
 /* The plan's choices per dtype are in bytes: a transpose's tile is 256
  * bytes a side (64 floats, 32 doubles or complex64, 16 complex128), a long
  * row is cut every 32 KiB, a copy merges into one row. */
@@ -350,28 +372,12 @@ static void test_modes_dt(eb_dtype dt)
         int64_t sh[4] = {3, 3, 177147, 27},
                 o4[4] = {14348907, 4782969, 27, 1}, a4[4] = {3, 1, 0, 0},
                 b4[4] = {27, 81, 243, 1};
-        eb_perm_plan_dt(&p, dt, 4, sh, o4, a4, b4);
-        EB_CHECK(p.mode != EB_PERM_ROW || p.nrep == 0 ||
-                     p.stream == (27 * es >= 512),
-                 "%s: rows of 27 repeated at 9 places (mode %d nrep %d "
-                 "stream %d)", eb_dtype_name(dt), p.mode, p.nrep, p.stream);
-        if (dt == EB_F64)
-            EB_CHECK(p.mode == EB_PERM_ROW && p.nrep == 2 && p.stream == 0,
-                     "float64: rows of 27 at 9 places through the cache "
-                     "(mode %d nrep %d stream %d)", p.mode, p.nrep, p.stream);
+        check_places(dt, 4, sh, o4, a4, b4, 27, 9, 2);
         int64_t sh5[5] = {3, 3, 9, 6561, 81},
                 o5[5] = {14348907, 4782969, 531441, 81, 1},
                 a5[5] = {3, 1, 0, 0, 0},
                 b5[5] = {1594323, 81, 4782969, 243, 1};
-        eb_perm_plan_dt(&p, dt, 5, sh5, o5, a5, b5);
-        EB_CHECK(p.mode != EB_PERM_ROW || p.nrep == 0 ||
-                     p.stream == 1,
-                 "%s: rows of 81 repeated at 3 places (mode %d nrep %d "
-                 "stream %d)", eb_dtype_name(dt), p.mode, p.nrep, p.stream);
-        if (dt == EB_F64)
-            EB_CHECK(p.mode == EB_PERM_ROW && p.nrep == 1 && p.stream == 1,
-                     "float64: rows of 81 at 3 places streamed (mode %d "
-                     "nrep %d stream %d)", p.mode, p.nrep, p.stream);
+        check_places(dt, 5, sh5, o5, a5, b5, 81, 3, 1);
     }
     /* Rows of 16 elements are ROW rows when they span more than a cache
      * line (float64, complex), GENERIC tiles when one line (float32);
