@@ -695,7 +695,7 @@ static void choose_mode(eb_perm *p)
      * row of ROW_MIN_ELEMS elements that spans more than one cache line
      * is long enough in any dtype (float32, paired runs, --dtype float32:
      * gm_queen's eager outer product in rows of 27 floats, step 79 as a
-     * one-step instance, 39.1-40.0 ms in RUNS tiles, 16.3-17.0 as rows;
+     * one-step instance, 38.8-40.0 ms in RUNS tiles, 16.3-17.5 as rows;
      * str_mps eager in rows of 19 0.849 [0.712, 0.970] and 0.777 [0.710,
      * 1.004]; in rows of 16 floats, one line each, lm sentence_4_4d eager
      * 1.372 [1.109, 1.534] and 1.046 [0.962, 1.272], brackets_4_4d 1.114
