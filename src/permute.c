@@ -75,10 +75,17 @@ enum { RUN_MAX = 4 * RUN_BYTES / 4 };
 /* A RUNS plan far larger than the last-level cache (perm_big) grows
  * out's run to this many bytes rather than TILE_SIDE_BYTES: each row of
  * out a tile writes is then whole lines but for its ends, and the next
- * tile along does not come back for the rest of a line. */
+ * tile along does not come back for the rest of a line. gm_queen's eager
+ * operand of 129 M elements (t's runs of 27, out's of 3 x 729 doubles;
+ * scratch program over eb_perm_exec, best of 3, two rounds, in a slow
+ * phase of the VM where a plain copy of it took 46-48 ms): 512 bytes
+ * 201-209 ms, 2048 144-149, 4096 132-137, 8192 150-153. */
 #ifndef RUNS_BIG_OUT_RUN_BYTES
-#define RUNS_BIG_OUT_RUN_BYTES 512
+#define RUNS_BIG_OUT_RUN_BYTES 4096
 #endif
+/* RUNS tiles of a large box prefetch out's rows of the next tile only
+ * when they are shorter than this (below). */
+enum { RUNS_PF_OUT_MAX_BYTES = 512 };
 /* Out's run holds at most twice the larger of the two (grow_orun). */
 enum {
     ORUN_MAX = 2 *
@@ -2172,10 +2179,11 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     int t = p->tsrc, o = 3 - t, di = p->di;
     /* RUNS tiles of a large box prefetch the next tile's lines as they
      * move this one's (in bytes; out, t, y). Out's rows only when shorter
-     * than RUNS_BIG_OUT_RUN_BYTES: gm_queen's eager steps, scratch
+     * than RUNS_PF_OUT_MAX_BYTES: gm_queen's eager steps, scratch
      * program, out's 72-byte rows (an outer product) 22.4 ms without,
      * 15.8 with; its 648-byte rows (a multiply by a transpose of 43 M
-     * elements) 44-50 without, 48-53 with. */
+     * elements) 44-50 without, 48-53 with; its operand of 129 M elements
+     * in rows of 1944 bytes 145 without, 199 with. */
     int rpf = runs && nl && p->elems * es >= GENERIC_PF_MIN_BYTES;
     int pf_out = 0;
     runs_pf rp;
@@ -2187,7 +2195,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
         /* Out's rows only where they are short: rows of whole lines wait
          * in the store buffer, and the prefetches cost more than they
          * saved. */
-        pf_out = orow * es < RUNS_BIG_OUT_RUN_BYTES;
+        pf_out = orow * es < RUNS_PF_OUT_MAX_BYTES;
         rp.out_rows = rp.n = rp.per = 0; /* until pf_lines */
         rp.d[0] = p->block[d] * p->stride[0][d] * es;
         rp.d[1] = p->block[d] * p->stride[t][d] * es;

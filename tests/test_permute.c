@@ -891,6 +891,39 @@ static void test_runs_big(eb_team *team)
     }
 }
 
+/* A big RUNS copy whose source runs (its innermost 3 x 3 x 3) and out's
+ * runs share a dim (gm_queen's eager operand, 14 of its 17 dims of 3:
+ * 38 MiB an array) writes out's rows in runs of 2 KiB or more (512
+ * bytes, rows of 3 x 22, ran 1.4-1.5 times as long on the operand of
+ * 129 M elements); bit for bit, one and two threads. */
+static void test_runs_big_shared(eb_team *team)
+{
+    static const char out_order[] = "wslquhigdyneob",
+                      src_order[] = "higdyneoqsbluw";
+    enum { R = 14 };
+    int nat[R], src[R];
+    int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        shape[d] = 3;
+        nat[d] = d;
+        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
+    }
+    int64_t n = strides_in_order(R, shape, nat, 1, so);
+    strides_in_order(R, shape, src, 1, s0);
+    eb_perm p;
+    eb_perm_plan_dt(&p, EB_F64, R, shape, so, s0, NULL);
+    EB_CHECK(p.mode == EB_PERM_RUNS && out_run_bytes(&p) >= 2048,
+             "a big RUNS copy with a dim in both runs writes out in runs "
+             "of 2 KiB or more (mode %d run %lld bytes)", p.mode,
+             (long long)out_run_bytes(&p));
+    eb_dtype saved = cur_dt;
+    cur_dt = EB_F64;
+    EB_CHECK(run_case(R, shape, nat, s0, NULL, n, 0, team, 0),
+             "a big RUNS copy with a dim in both runs, %lld elements (%d "
+             "threads), is right", (long long)n, eb_team_size(team));
+    cur_dt = saved;
+}
+
 /* RUNS tiles of a box past GENERIC_PF_MIN_BYTES prefetch the next tile
  * as they move this one; out's short rows (72 bytes here: out's run of
  * 3 x 3, the source's run its next dims) from a list of the tile's lines
@@ -1136,6 +1169,8 @@ int main(void)
     test_row_stream_short(two);
     test_runs_big(NULL);
     test_runs_big(two);
+    test_runs_big_shared(NULL);
+    test_runs_big_shared(two);
     test_runs_short_rows(NULL);
     test_runs_short_rows(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
