@@ -509,7 +509,7 @@ static int mid_skinny(const eb_plan *p)
  * is known once the layout is chosen (few_k_to_blas). */
 static int few_k_long(const eb_plan *p)
 {
-    return p->M <= EB_FEW_ROWS_MAX && p->K <= EB_FEW_K_MAX;
+    return p->M <= eb_kern_few_k_rows_max() && p->K <= EB_FEW_K_MAX;
 }
 
 static int few_k_to_blas(const eb_plan *p, int own)

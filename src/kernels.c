@@ -946,9 +946,14 @@ eb_kern_gemm_few_rows_avx2(int64_t M, int64_t N, int64_t K, const double *a,
 enum { FEW_K_MAX = EB_FEW_K_MAX, FEW_K_PF = 128, FEW_K_SLICE = 8,
        FEW_K_COLS = 4096 };
 
+int eb_kern_few_k_rows_max(void)
+{
+    return eb_gemm512_usable() ? EB_FEW_K512_ROWS : FEW_ROWS_MAX;
+}
+
 int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn)
 {
-    return sbn == 1 && M <= FEW_ROWS_MAX && N >= FEW_ROWS_MIN_N &&
+    return sbn == 1 && M <= eb_kern_few_k_rows_max() && N >= FEW_ROWS_MIN_N &&
            KT <= FEW_K_MAX && KT * N >= FEW_ROWS_MIN_B;
 }
 

@@ -104,11 +104,14 @@ int eb_kern_small_gemm_batch_form(int64_t M, int64_t N, int64_t K,
                                   const eb_gemm_k *k, int64_t sam,
                                   int64_t sbn, int64_t scm, int64_t scn);
 
-/* Does eb_kern_small_gemm take C's at most EB_FEW_ROWS_MAX rows against a
- * B with contiguous columns (sbn = 1), K1 K <= EB_FEW_K_MAX and at least
- * 2^16 elements of B, summing all of K in registers 8 columns at a time
- * (B streamed from memory once, at any length of N)? */
+/* Does eb_kern_small_gemm take C's at most eb_kern_few_k_rows_max() rows
+ * against a B with contiguous columns (sbn = 1), K1 K <= EB_FEW_K_MAX and
+ * at least 2^16 elements of B, summing all of K in registers 8 (AVX2) or
+ * 16 (AVX-512) columns at a time (B streamed from memory once, at any
+ * length of N)? The rows: EB_FEW_ROWS_MAX in AVX2's registers,
+ * EB_FEW_K512_ROWS where the AVX-512 kernels run (gemm512.h). */
 enum { EB_FEW_ROWS_MAX = 6, EB_FEW_K_MAX = 64 };
+int eb_kern_few_k_rows_max(void);
 int eb_kern_small_gemm_few_k(int64_t M, int64_t N, int64_t KT, int64_t sbn);
 
 /*

@@ -10,6 +10,7 @@
 #include "contract.h"
 #include "einsum_util.h"
 #include "fuse.h"
+#include "gemm512.h"
 #include "kernels.h"
 #include "trace.h"
 
@@ -842,13 +843,14 @@ static void test_few_rows(void)
                               shapes[t].K1, colc, 0, &seed);
 }
 
-/* The short-K few-rows kernel (eb_kern_small_gemm_few_k: M <= 6, B's
- * columns contiguous, K1 K <= 64, B of 2^16 elements or more): N's tails
- * of 0 to 7 past the 8-column strips (a 4-column strip, then single
- * columns), K of 1 to 64 in one or two levels, every C layout; K past 8
- * with row-major C in slices of 8 rows over panels of 4096 columns (three
- * whole panels and a tail of 1 or 7, K of 9 and 17: slices of 8, 8, 1);
- * K1 K of 65 and M of 7 take the other kernels. */
+/* The short-K few-rows kernel (eb_kern_small_gemm_few_k: M <= 6, or up
+ * to 12 where the AVX-512 kernels run; B's columns contiguous, K1 K <=
+ * 64, B of 2^16 elements or more): N's tails of 0 to 7 past the 8-column
+ * strips (a 4-column strip, then single columns), K of 1 to 64 in one or
+ * two levels, every C layout; K past 8 with row-major C in slices of 8
+ * rows over panels of 4096 columns (three whole panels and a tail of 1 or
+ * 7, K of 9 and 17: slices of 8, 8, 1); K1 K of 65, and M of 7 to 12
+ * without AVX-512, take the other kernels. */
 static void test_few_k(void)
 {
     static const struct {
@@ -859,6 +861,8 @@ static void test_few_k(void)
         {3, 8196, 8, 1},  {4, 16389, 4, 1},  {6, 1030, 65, 1},
         {7, 2048, 32, 1}, {2, 3001, 11, 3},  {5, 9000, 8, 1},
         {4, 12289, 17, 1}, {1, 12295, 9, 1},
+        /* 9 and 12 rows: the AVX-512 few-K kernel where it runs. */
+        {9, 8197, 27, 1}, {12, 5003, 17, 1}, {9, 6001, 9, 3},
     };
     uint64_t seed = 31;
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
@@ -867,36 +871,50 @@ static void test_few_k(void)
                               shapes[t].K1, colc, 0, &seed);
     EB_CHECK(eb_kern_small_gemm_few_k(3, 19683, 27, 1) &&
                  !eb_kern_small_gemm_few_k(3, 19683, 27, 2) &&
-                 !eb_kern_small_gemm_few_k(7, 19683, 27, 1) &&
                  !eb_kern_small_gemm_few_k(3, 19683, 65, 1) &&
                  !eb_kern_small_gemm_few_k(3, 1000, 27, 1),
              "few_k predicate");
+    /* Rows past 6 only where the AVX-512 kernels run (up to 12 rows),
+     * as eb_kern_small_gemm dispatches them. */
+    int wide = eb_gemm512_usable() != 0;
+    EB_CHECK(eb_kern_few_k_rows_max() == (wide ? EB_FEW_K512_ROWS : 6) &&
+                 eb_kern_small_gemm_few_k(7, 19683, 27, 1) == wide &&
+                 eb_kern_small_gemm_few_k(9, 19683, 27, 1) == wide &&
+                 eb_kern_small_gemm_few_k(12, 19683, 27, 1) == wide &&
+                 !eb_kern_small_gemm_few_k(13, 19683, 27, 1),
+             "few_k predicate past 6 rows (AVX-512 kernels: %d)", wide);
 }
 
 /* A GEMM with a side past SKINNY_MAX_LONG (8192) is the own kernel's
- * where the other side is at most 6 rows against a K of at most 64 and
- * B's long side contiguous (the short-K few-rows kernel), else BLAS's. */
+ * where the other side is at most eb_kern_few_k_rows_max() rows (6, or
+ * 12 where the AVX-512 kernels run) against a K of at most 64 and B's
+ * long side contiguous (the short-K few-rows kernel), else BLAS's (or
+ * the own kernel's where it takes every skinny GEMM: KIND_SKINNY). */
 static void test_few_k_plans(void)
 {
     static const struct {
         const char *fs, *sizes;
         eb_kind want;
+        int64_t rows; /* > 0: the own kernel's up to that many rows */
     } c[] = {
-        {"bmk,bkn->bmn", "b=3,m=3,k=27,n=19683", EB_KIND_SMALL_GEMM},
-        {"mk,kn->mn", "m=6,k=64,n=9000", EB_KIND_SMALL_GEMM},
-        {"mk,nk->mn", "m=3,k=27,n=19683", EB_KIND_GEMM},
-        {"mk,kn->mn", "m=3,k=65,n=19683", KIND_SKINNY},
-        {"mk,kn->mn", "m=8,k=27,n=19683", KIND_SKINNY},
+        {"bmk,bkn->bmn", "b=3,m=3,k=27,n=19683", EB_KIND_SMALL_GEMM, 0},
+        {"mk,kn->mn", "m=6,k=64,n=9000", EB_KIND_SMALL_GEMM, 0},
+        {"mk,nk->mn", "m=3,k=27,n=19683", EB_KIND_GEMM, 0},
+        {"mk,kn->mn", "m=3,k=65,n=19683", KIND_SKINNY, 0},
+        {"mk,kn->mn", "m=8,k=27,n=19683", KIND_SKINNY, 8},
+        {"mk,kn->mn", "m=13,k=27,n=19683", KIND_SKINNY, 13},
         /* A batch in both operands (gm_queen's 243 x (9 x 19683 x 27)). */
-        {"bmk,bkn->bmn", "b=3,m=9,k=27,n=19683", KIND_SKINNY},
+        {"bmk,bkn->bmn", "b=3,m=9,k=27,n=19683", KIND_SKINNY, 9},
     };
     for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
+        eb_kind want = c[q].rows > 0 && c[q].rows <= eb_kern_few_k_rows_max()
+                           ? EB_KIND_SMALL_GEMM
+                           : want_kind(c[q].want);
         eb_step_desc d;
         if (eager_first_step(c[q].fs, c[q].sizes, &d))
-            EB_CHECK(d.plan.kind == want_kind(c[q].want),
-                     "%s (%s): kernel %s, want %s", c[q].fs, c[q].sizes,
-                     eb_kind_name(d.plan.kind),
-                     eb_kind_name(want_kind(c[q].want)));
+            EB_CHECK(d.plan.kind == want, "%s (%s): kernel %s, want %s",
+                     c[q].fs, c[q].sizes, eb_kind_name(d.plan.kind),
+                     eb_kind_name(want));
     }
 }
 
