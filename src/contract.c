@@ -512,11 +512,26 @@ static int few_k_long(const eb_plan *p)
     return p->M <= eb_kern_few_k_rows_max() && p->K <= EB_FEW_K_MAX;
 }
 
+/* A few_k_long GEMM whose chosen layout leaves B's long side strided (or
+ * K two-level) is not the few-K kernel's: BLAS's, where BLAS can run that
+ * layout as it is (one level of K, every matrix with a unit stride and a
+ * leading dimension: few_k_blas_layout), else planned again as a GEMM
+ * (plan). The layout was chosen for the own kernel, which reads a
+ * two-level K in place: a GEMM of 5 x 415800 x 24 whose K is (v, D), v
+ * outermost and D innermost in B, went to dgemm with K1 = 6 and gave
+ * wrong sums. */
 static int few_k_to_blas(const eb_plan *p, int own)
 {
     return p->kind == EB_KIND_SMALL_GEMM && !tiny_gemm(p) && !own &&
            (p->M > SKINNY_MAX_LONG || p->N > SKINNY_MAX_LONG) &&
            !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
+}
+
+static int few_k_blas_layout(const eb_plan *p)
+{
+    return p->K1 == 1 && blas_matrix(p->M, p->K, p->sam, p->sak) &&
+           blas_matrix(p->K, p->N, p->sbk, p->sbn) &&
+           blas_matrix(p->M, p->N, p->scm, p->scn);
 }
 
 /* How plan() treats mid_skinny GEMMs (see eb_contract_plan): BLAS, the
@@ -536,19 +551,22 @@ static int own_batch(const axes *ax, const group *gb)
 }
 
 /* Does a GEMM not taken by the rules before it go to the own kernel as a
- * skinny one? own: eb_contract_own_wider(), own_batched: own_batch. */
-static int skinny_own(const eb_plan *p, int wide, int own, int own_batched)
+ * skinny one? own: eb_contract_own_wider(), own_batched: own_batch,
+ * few_k: whether few_k_long counts (plan: 0 once the few-K kernel's
+ * layout proved out of reach). */
+static int skinny_own(const eb_plan *p, int wide, int own, int own_batched,
+                      int few_k)
 {
     if (own && (p->nbatch == 1 || own_batched))
         return p->M < EB_OWN_WIDER_SIDE || p->N < EB_OWN_WIDER_SIDE;
     if (p->M >= SKINNY_MN && p->N >= SKINNY_MN && !(wide && mid_skinny(p)))
         return 0;
     return (p->M <= SKINNY_MAX_LONG && p->N <= SKINNY_MAX_LONG) ||
-           few_k_long(p);
+           (few_k && few_k_long(p));
 }
 
 static eb_kind pick_kind(const eb_plan *p, int wide, int own,
-                         int own_batched)
+                         int own_batched, int few_k)
 {
     if (p->M == 1 && p->N == 1 && p->K == 1)
         return EB_KIND_MUL;
@@ -564,7 +582,7 @@ static eb_kind pick_kind(const eb_plan *p, int wide, int own,
         return EB_KIND_GEMV;
     if (small_square(p))
         return EB_KIND_SMALL_GEMM;
-    if (skinny_own(p, wide, own, own_batched))
+    if (skinny_own(p, wide, own, own_batched, few_k))
         return EB_KIND_SMALL_GEMM;
     return EB_KIND_GEMM;
 }
@@ -1485,7 +1503,7 @@ static int skinny_to_blas(const eb_plan *p)
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
                       int nkeep, int fixed_order, const int64_t *label_size,
-                      eb_dtype dt, int wide, int own, eb_plan *p,
+                      eb_dtype dt, int wide, int own, int few_k, eb_plan *p,
                       eb_error *err);
 
 /* See eb_contract_plan: the shortest K of a mid_skinny GEMM in a fixed
@@ -1532,24 +1550,24 @@ eb_status eb_contract_plan(const eb_view *a, const eb_view *b, const int *keep,
 {
     int own = eb_contract_own_wider();
     eb_status st = plan(a, b, keep, nkeep, fixed_order, label_size, dt,
-                        WIDE_OWN, own, p, err);
+                        WIDE_OWN, own, 1, p, err);
     if (st || p->kind != EB_KIND_SMALL_GEMM || !mid_skinny(p) ||
         short_rows(p) || own)
         return st;
     if (fixed_order && p->K >= POST_MIN_K &&
         (p->M > p->N ? p->sam : p->sbn) == 1) {
         st = plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_POST,
-                  own, p, err);
+                  own, 1, p, err);
         if (st || (p->kind == EB_KIND_SMALL_GEMM && short_rows(p)))
             return st;
     }
     return plan(a, b, keep, nkeep, fixed_order, label_size, dt, WIDE_BLAS,
-                own, p, err);
+                own, 1, p, err);
 }
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
                       int nkeep, int fixed_order, const int64_t *label_size,
-                      eb_dtype dt, int wide, int own, eb_plan *p,
+                      eb_dtype dt, int wide, int own, int few_k, eb_plan *p,
                       eb_error *err)
 {
     if (a->rank > EB_MAX_RANK || (b && b->rank > EB_MAX_RANK) ||
@@ -1570,7 +1588,8 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     p->M = group_size(&gm, label_size);
     p->N = group_size(&gn, label_size);
     p->K = group_size(&gk, label_size);
-    p->kind = b ? pick_kind(p, wide, own, own_batch(ax, &gb)) : EB_KIND_COPY;
+    p->kind = b ? pick_kind(p, wide, own, own_batch(ax, &gb), few_k)
+                : EB_KIND_COPY;
     p->vw = 0;
     p->tmp_elems = 0;
     int nsum[2] = {sum[0].n, sum[1].n};
@@ -1680,6 +1699,9 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     }
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
+    if (few_k_to_blas(p, own) && !few_k_blas_layout(p))
+        return plan(a, b, keep, nkeep, fixed_order, label_size, dt, wide, own,
+                    0, p, err);
     if (skinny_to_blas(p) || few_k_to_blas(p, own))
         p->kind = EB_KIND_GEMM;
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);

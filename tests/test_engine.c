@@ -906,6 +906,15 @@ static void test_few_k_plans(void)
         /* A batch in both operands (gm_queen's 243 x (9 x 19683 x 27)). */
         {"bmk,bkn->bmn", "b=3,m=9,k=27,n=19683", KIND_SKINNY, 9},
     };
+    /* A long GEMM whose K is split in B (v outermost, D innermost: a
+     * two-level K the own kernel reads in place) and whose B is strided
+     * along n stays the own kernel's: dgemm cannot run that layout (it
+     * went there and gave wrong sums; MERA open's trace step 16). Both
+     * modes against the naive sum, 5 and 11 rows. */
+    modes_match_naive("vDE,vflqcaBD->afElqcB",
+                      "v=6,D=4,E=5,f=2,l=2,q=22,c=5,a=9,B=7", 41);
+    modes_match_naive("vDE,vflqcaBD->afElqcB",
+                      "v=6,D=4,E=11,f=2,l=2,q=22,c=5,a=9,B=7", 43);
     for (size_t q = 0; q < sizeof c / sizeof c[0]; q++) {
         eb_kind want = c[q].rows > 0 && c[q].rows <= eb_kern_few_k_rows_max()
                            ? EB_KIND_SMALL_GEMM
