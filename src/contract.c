@@ -1699,10 +1699,15 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     }
     fuse(kc, &o->m, label_size, &p->scm);
     fuse(kc, &o->n, label_size, &p->scn);
-    if (few_k_to_blas(p, own) && !few_k_blas_layout(p))
-        return plan(a, b, keep, nkeep, fixed_order, label_size, dt, wide, own,
-                    0, p, err);
-    if (skinny_to_blas(p) || few_k_to_blas(p, own))
+    if (few_k_to_blas(p, own)) {
+        /* Planned again at most once; a layout BLAS cannot run stays the
+         * own kernel's (which runs any). */
+        if (few_k_blas_layout(p))
+            p->kind = EB_KIND_GEMM;
+        else if (few_k)
+            return plan(a, b, keep, nkeep, fixed_order, label_size, dt, wide,
+                        own, 0, p, err);
+    } else if (skinny_to_blas(p))
         p->kind = EB_KIND_GEMM;
     plan_blocked(ax, &best, o, nsum, fixed_order, label_size, p);
     if (p->bp)
