@@ -891,6 +891,27 @@ static void test_runs_big(eb_team *team)
     }
 }
 
+/* A float64 copy over dims of 3 labelled by out_order (out compact in
+ * that order, box dims in it, nat[] that order) from a source compact in
+ * src_order (the same labels): fills shape, nat, out's strides so and the
+ * source's s0, plans it into p; returns the elements. */
+static int64_t labelled_copy(const char *out_order, const char *src_order,
+                             int64_t *shape, int *nat, int64_t *so,
+                             int64_t *s0, eb_perm *p)
+{
+    int r = (int)strlen(out_order), src[EB_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        shape[d] = 3;
+        nat[d] = d;
+        /* the source's dims, outermost first, as dims of out's box */
+        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
+    }
+    int64_t n = strides_in_order(r, shape, nat, 1, so);
+    strides_in_order(r, shape, src, 1, s0);
+    eb_perm_plan_dt(p, EB_F64, r, shape, so, s0, NULL);
+    return n;
+}
+
 /* A big RUNS copy whose source runs (its innermost 3 x 3 x 3) and out's
  * runs share a dim (gm_queen's eager operand, 14 of its 17 dims of 3:
  * 38 MiB an array) writes out's rows in runs of 2 KiB or more (512
@@ -898,20 +919,12 @@ static void test_runs_big(eb_team *team)
  * 129 M elements); bit for bit, one and two threads. */
 static void test_runs_big_shared(eb_team *team)
 {
-    static const char out_order[] = "wslquhigdyneob",
-                      src_order[] = "higdyneoqsbluw";
     enum { R = 14 };
-    int nat[R], src[R];
+    int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
-    for (int d = 0; d < R; d++) {
-        shape[d] = 3;
-        nat[d] = d;
-        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
-    }
-    int64_t n = strides_in_order(R, shape, nat, 1, so);
-    strides_in_order(R, shape, src, 1, s0);
     eb_perm p;
-    eb_perm_plan_dt(&p, EB_F64, R, shape, so, s0, NULL);
+    int64_t n = labelled_copy("wslquhigdyneob", "higdyneoqsbluw", shape, nat,
+                              so, s0, &p);
     EB_CHECK(p.mode == EB_PERM_RUNS && out_run_bytes(&p) >= 2048,
              "a big RUNS copy with a dim in both runs writes out in runs "
              "of 2 KiB or more (mode %d run %lld bytes)", p.mode,
@@ -932,21 +945,12 @@ static void test_runs_big_shared(eb_team *team)
  * for bit. */
 static void test_runs_short_rows(eb_team *team)
 {
-    static const char out_order[] = "nodqrgybesvhf",
-                      src_order[] = "bqfghenodryvs";
     enum { R = 13 };
-    int nat[R], src[R];
+    int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
-    for (int d = 0; d < R; d++) {
-        shape[d] = 3;
-        nat[d] = d;
-        /* the source's dims, outermost first, as dims of out's box */
-        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
-    }
-    int64_t n = strides_in_order(R, shape, nat, 1, so);
-    strides_in_order(R, shape, src, 1, s0);
     eb_perm p;
-    eb_perm_plan_dt(&p, EB_F64, R, shape, so, s0, NULL);
+    int64_t n = labelled_copy("nodqrgybesvhf", "bqfghenodryvs", shape, nat,
+                              so, s0, &p);
     int64_t row = 1;
     for (int k = 0; p.mode == EB_PERM_RUNS && k < p.norun; k++)
         row *= p.block[p.orun[k]];
