@@ -83,6 +83,9 @@ enum { RUN_MAX = 4 * RUN_BYTES / 4 };
 #ifndef RUNS_BIG_OUT_RUN_BYTES
 #define RUNS_BIG_OUT_RUN_BYTES 4096
 #endif
+/* t's run of a RUNS plan past the last-level cache when the longer one
+ * would stop out's run short (try_runs): one cache line. */
+enum { RUNS_BIG_T_RUN_BYTES = 64 };
 /* RUNS tiles of a large box prefetch out's rows of the next tile only
  * when they are shorter than this (below). */
 enum { RUNS_PF_OUT_MAX_BYTES = 512 };
@@ -443,10 +446,10 @@ static int64_t grow_orun(eb_perm *p, int t, int64_t target, int at_least)
  * 648-byte rows 44-49; the transposing copy alone 32-33 -> 26-27). 0 if
  * either run is shorter than a vector, t's too long for its table, or
  * the other source loads in none of runs_how's ways. */
-static int try_runs(eb_perm *p, int t)
+static int try_runs_want(eb_perm *p, int t, int64_t want)
 {
     int r = p->rank;
-    int64_t v = elems_of(p, 32), want = elems_of(p, RUN_BYTES),
+    int64_t v = elems_of(p, 32),
             side = elems_of(p, perm_big(p) ? RUNS_BIG_OUT_RUN_BYTES
                                            : TILE_SIDE_BYTES);
     for (int d = 0; d < r; d++)
@@ -481,6 +484,50 @@ static int try_runs(eb_perm *p, int t)
         return 0;
     p->how = p->nsrc == 2 ? runs_how(p, 3 - t, v) : RUNS_DIRECT;
     return p->how >= 0;
+}
+
+/* Elements of out's run in a RUNS tile, and of t's. */
+static int64_t orun_elems(const eb_perm *p)
+{
+    int64_t n = 1;
+    for (int k = 0; k < p->norun; k++)
+        n *= p->block[p->orun[k]];
+    return n;
+}
+
+static int64_t trun_elems(const eb_perm *p)
+{
+    int64_t n = 1;
+    for (int k = 0; k < p->nrun; k++)
+        n *= p->block[p->run[k]];
+    return n;
+}
+
+/* try_runs_want with t's run of RUN_BYTES; past the last-level cache
+ * (perm_big), where t's run then stops out's run short of
+ * RUNS_BIG_OUT_RUN_BYTES (a dim of t's run is one of out's innermost),
+ * t's run of RUNS_BIG_T_RUN_BYTES instead if that lets out's run grow
+ * longer in a tile no smaller: many short rows of t, a line each, and
+ * long rows of out, as a big 2-D transpose moves fastest (6561^2
+ * doubles, scratch program: 32 x 32 tiles 68-72 ms, 64 x 64 63, 512 x 8
+ * (rows of out 4 KiB, of t one line) 44-50, 16 x 256 (out's rows short)
+ * 83-86; memcpy 27-30). gm_queen's eager multiply by a transpose of 43 M
+ * elements, 16 dims of 3 (t's run of 27, out's of 81 -> 9 and 729):
+ * 102-107 -> 79-83 ms; the transposing copy alone 68-71 -> 51-63. A
+ * tile no smaller: trading t's run of 128 for 8 to double out's run of 4
+ * is not the 2-D transpose's trade. */
+static int try_runs(eb_perm *p, int t)
+{
+    if (!try_runs_want(p, t, elems_of(p, RUN_BYTES)))
+        return 0;
+    if (!perm_big(p) || orun_elems(p) >= elems_of(p, RUNS_BIG_OUT_RUN_BYTES))
+        return 1;
+    eb_perm q = *p;
+    if (try_runs_want(&q, t, elems_of(&q, RUNS_BIG_T_RUN_BYTES)) &&
+        orun_elems(&q) > orun_elems(p) &&
+        orun_elems(&q) * trun_elems(&q) >= orun_elems(p) * trun_elems(p))
+        *p = q;
+    return 1;
 }
 
 /* RUNS: the first source that works as t. Short dims next to out's run

@@ -937,6 +937,43 @@ static void test_runs_big_shared(eb_team *team)
     cur_dt = saved;
 }
 
+/* A big RUNS multiply by a transpose whose source runs (its innermost 3
+ * x 3 x 3) hold one of out's innermost dims (gm_queen's eager multiply,
+ * 14 of its 16 dims of 3: 36 MiB an array): t's run shrinks to a line
+ * (3 x 3) so that out's run grows to 4 KiB or more (1944 bytes with
+ * t's run of 27); bit for bit, one and two threads. */
+static void test_runs_big_short_t(eb_team *team)
+{
+    enum { R = 14 };
+    const char *out_order = "fyinexhrovpqsb", *src_order = "ixnopqrybesvhf";
+    int nat[R], src[R];
+    int64_t shape[R], so[EB_MAX_RANK], s1[EB_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        shape[d] = 3;
+        nat[d] = d;
+        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
+    }
+    int64_t n = strides_in_order(R, shape, nat, 1, so);
+    strides_in_order(R, shape, src, 1, s1);
+    eb_perm p;
+    eb_perm_plan_dt(&p, EB_F64, R, shape, so, so, s1);
+    int64_t trun = 1;
+    for (int k = 0; p.mode == EB_PERM_RUNS && k < p.nrun; k++)
+        trun *= p.block[p.run[k]];
+    EB_CHECK(p.mode == EB_PERM_RUNS && p.tsrc == 2 && trun * 8 <= 72 &&
+                 out_run_bytes(&p) >= 4096,
+             "a big RUNS multiply by a transpose reads the transposed "
+             "source in runs of a line and writes out in runs of 4 KiB or "
+             "more (mode %d t %d t's run %lld bytes, out's %lld)", p.mode,
+             p.tsrc, (long long)trun * 8, (long long)out_run_bytes(&p));
+    eb_dtype saved = cur_dt;
+    cur_dt = EB_F64;
+    EB_CHECK(run_case(R, shape, nat, so, s1, n, n, team, 0),
+             "a big RUNS multiply by a transpose, %lld elements (%d "
+             "threads), is right", (long long)n, eb_team_size(team));
+    cur_dt = saved;
+}
+
 /* RUNS tiles of a box past GENERIC_PF_MIN_BYTES prefetch the next tile
  * as they move this one; out's short rows (72 bytes here: out's run of
  * 3 x 3, the source's run its next dims) from a list of the tile's lines
@@ -1175,6 +1212,8 @@ int main(void)
     test_runs_big(two);
     test_runs_big_shared(NULL);
     test_runs_big_shared(two);
+    test_runs_big_short_t(NULL);
+    test_runs_big_short_t(two);
     test_runs_short_rows(NULL);
     test_runs_short_rows(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
