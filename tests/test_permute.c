@@ -627,8 +627,9 @@ static void test_tile4_reps(eb_team *team)
              "right", eb_dtype_name(cur_dt), eb_team_size(team), good, cases);
 }
 
-/* A GENERIC tile fits the table it runs from (2048 elements) even when
- * each array's innermost dims are other short dims: a multiply of rank 10
+/* A GENERIC tile fits the table it runs from (8192 elements past the
+ * last-level cache, as this box of 36 MiB is; 2048 in it) even when each
+ * array's innermost dims are other short dims: a multiply of rank 10
  * over 3s and 9s whose sources broadcast along alternate dims. */
 static void test_generic_table(void)
 {
@@ -642,7 +643,7 @@ static void test_generic_table(void)
     int64_t tile = 1;
     for (int d = 0; d < p.rank; d++)
         tile *= p.block[d];
-    EB_CHECK(p.mode == EB_PERM_GENERIC && tile <= 2048,
+    EB_CHECK(p.mode == EB_PERM_GENERIC && tile <= 8192,
              "a generic tile of short dims fits its table (mode %d, %lld "
              "elements)", (int)p.mode, (long long)tile);
 }
@@ -974,6 +975,40 @@ static void test_runs_big_short_t(eb_team *team)
     cur_dt = saved;
 }
 
+/* A big GENERIC multiply whose short innermost dim (3) all three arrays
+ * share, the other source's next dims scrambled (gm_queen's eager
+ * multiply, 14 of its 15 dims of 3: 36 MiB an array): its tiles grow past
+ * the 2048 elements a box in the cache stops at (2187 here, 729 before);
+ * bit for bit, one and two threads. */
+static void test_generic_big_tile(eb_team *team)
+{
+    enum { R = 14 };
+    const char *out_order = "qfgheinoxdryvs", *src_order = "vrxgidneyhqofs";
+    int nat[R], src[R];
+    int64_t shape[R], so[EB_MAX_RANK], s1[EB_MAX_RANK];
+    for (int d = 0; d < R; d++) {
+        shape[d] = 3;
+        nat[d] = d;
+        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
+    }
+    int64_t n = strides_in_order(R, shape, nat, 1, so);
+    strides_in_order(R, shape, src, 1, s1);
+    eb_perm p;
+    eb_perm_plan_dt(&p, EB_F64, R, shape, so, so, s1);
+    int64_t tile = 1;
+    for (int d = 0; d < p.rank; d++)
+        tile *= p.block[d];
+    EB_CHECK(p.mode == EB_PERM_GENERIC && tile > 2048,
+             "a big GENERIC multiply grows its tiles past 2048 elements "
+             "(mode %d tile %lld)", p.mode, (long long)tile);
+    eb_dtype saved = cur_dt;
+    cur_dt = EB_F64;
+    EB_CHECK(run_case(R, shape, nat, so, s1, n, n, team, 0),
+             "a big GENERIC multiply, %lld elements (%d threads), is right",
+             (long long)n, eb_team_size(team));
+    cur_dt = saved;
+}
+
 /* RUNS tiles of a box past GENERIC_PF_MIN_BYTES prefetch the next tile
  * as they move this one; out's short rows (72 bytes here: out's run of
  * 3 x 3, the source's run its next dims) from a list of the tile's lines
@@ -1214,6 +1249,8 @@ int main(void)
     test_runs_big_shared(two);
     test_runs_big_short_t(NULL);
     test_runs_big_short_t(two);
+    test_generic_big_tile(NULL);
+    test_generic_big_tile(two);
     test_runs_short_rows(NULL);
     test_runs_short_rows(two);
     for (int t = 0; t < EB_DTYPE_COUNT; t++) {
