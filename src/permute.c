@@ -446,8 +446,9 @@ static int64_t grow_orun(eb_perm *p, int t, int64_t target, int at_least)
 
 /* RUNS with t as the source read in runs: out's run first as long as a
  * vector (so that t's run leaves it that much), then t's dims contiguous
- * from its unit stride up (not in out's run) until they hold RUN_BYTES
- * (the last one in part), then out's run grown to TILE_SIDE_BYTES
+ * from its unit stride up (not in out's run) until they hold `want`
+ * elements (the last one in part; try_runs: RUN_BYTES, or a line), then
+ * out's run grown to TILE_SIDE_BYTES
  * (RUNS_BIG_OUT_RUN_BYTES past the last-level cache: gm_queen's eager
  * multiply by a transpose of 43 M elements, 16 dims of 3, scratch
  * program: out's 27 x 27 tiles of 216-byte rows 57-59 ms, 27 x 81 of
