@@ -515,7 +515,7 @@ static int few_k_long(const eb_plan *p)
 /* A few_k_long GEMM whose chosen layout leaves B's long side strided (or
  * K two-level) is not the few-K kernel's: BLAS's, where BLAS can run that
  * layout as it is (one level of K, every matrix with a unit stride and a
- * leading dimension: few_k_blas_layout), else planned again as a GEMM
+ * leading dimension: blas_layout), else planned again as a GEMM
  * (plan). The layout was chosen for the own kernel, which reads a
  * two-level K in place: a GEMM of 5 x 415800 x 24 whose K is (v, D), v
  * outermost and D innermost in B, went to dgemm with K1 = 6 and gave
@@ -527,7 +527,9 @@ static int few_k_to_blas(const eb_plan *p, int own)
            !eb_kern_small_gemm_few_k(p->M, p->N, p->K1 * p->K, p->sbn);
 }
 
-static int few_k_blas_layout(const eb_plan *p)
+/* Can BLAS run the plan's layout as it is: one level of K, every matrix
+ * with a unit stride and a leading dimension? */
+static int blas_layout(const eb_plan *p)
 {
     return p->K1 == 1 && blas_matrix(p->M, p->K, p->sam, p->sak) &&
            blas_matrix(p->K, p->N, p->sbk, p->sbn) &&
@@ -1496,9 +1498,7 @@ static int skinny_to_blas(const eb_plan *p)
     int kcontig = p->sak == 1 && p->sbk == 1;
     if (sbn == 1 || rows >= 32 || (kcontig && p->K >= 64))
         return 0;
-    return blas_matrix(p->M, p->K, p->sam, p->sak) &&
-           blas_matrix(p->K, p->N, p->sbk, p->sbn) &&
-           blas_matrix(p->M, p->N, p->scm, p->scn);
+    return blas_layout(p);
 }
 
 static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
@@ -1702,7 +1702,7 @@ static eb_status plan(const eb_view *a, const eb_view *b, const int *keep,
     if (few_k_to_blas(p, own)) {
         /* Planned again at most once; a layout BLAS cannot run stays the
          * own kernel's (which runs any). */
-        if (few_k_blas_layout(p))
+        if (blas_layout(p))
             p->kind = EB_KIND_GEMM;
         else if (few_k)
             return plan(a, b, keep, nkeep, fixed_order, label_size, dt, wide,

@@ -495,21 +495,14 @@ static int try_runs_want(eb_perm *p, int t, int64_t want)
     return p->how >= 0;
 }
 
-/* Elements of out's run in a RUNS tile, and of t's. */
-static int64_t orun_elems(const eb_perm *p)
+/* Elements of the tile's blocks along dims[0 .. n): a RUNS tile's run of
+ * out (orun, norun) or of t (run, nrun). */
+static int64_t blocks_of(const eb_perm *p, const int *dims, int n)
 {
-    int64_t n = 1;
-    for (int k = 0; k < p->norun; k++)
-        n *= p->block[p->orun[k]];
-    return n;
-}
-
-static int64_t trun_elems(const eb_perm *p)
-{
-    int64_t n = 1;
-    for (int k = 0; k < p->nrun; k++)
-        n *= p->block[p->run[k]];
-    return n;
+    int64_t e = 1;
+    for (int k = 0; k < n; k++)
+        e *= p->block[dims[k]];
+    return e;
 }
 
 /* try_runs_want with t's run of RUN_BYTES; past the last-level cache
@@ -529,12 +522,15 @@ static int try_runs(eb_perm *p, int t)
 {
     if (!try_runs_want(p, t, elems_of(p, RUN_BYTES)))
         return 0;
-    if (!perm_big(p) || orun_elems(p) >= elems_of(p, RUNS_BIG_OUT_RUN_BYTES))
+    int64_t orun = blocks_of(p, p->orun, p->norun);
+    if (!perm_big(p) || orun >= elems_of(p, RUNS_BIG_OUT_RUN_BYTES))
         return 1;
     eb_perm q = *p;
-    if (try_runs_want(&q, t, elems_of(&q, RUNS_BIG_T_RUN_BYTES)) &&
-        orun_elems(&q) > orun_elems(p) &&
-        orun_elems(&q) * trun_elems(&q) >= orun_elems(p) * trun_elems(p))
+    if (!try_runs_want(&q, t, elems_of(&q, RUNS_BIG_T_RUN_BYTES)))
+        return 1;
+    int64_t qorun = blocks_of(&q, q.orun, q.norun);
+    if (qorun > orun && qorun * blocks_of(&q, q.run, q.nrun) >=
+                            orun * blocks_of(p, p->run, p->nrun))
         *p = q;
     return 1;
 }
@@ -2245,9 +2241,7 @@ perm_nest(const eb_perm *p, const char *x0, const char *x1, char *out,
     runs_pf rp;
     if (rpf) {
         int d = ld[nl - 1];
-        int64_t orow = 1;
-        for (int q = 0; q < p->norun; q++)
-            orow *= p->block[p->orun[q]];
+        int64_t orow = blocks_of(p, p->orun, p->norun);
         /* Out's rows only where they are short: rows of whole lines wait
          * in the store buffer, and the prefetches cost more than they
          * saved. */

@@ -892,13 +892,14 @@ static void test_runs_big(eb_team *team)
     }
 }
 
-/* A float64 copy over dims of 3 labelled by out_order (out compact in
- * that order, box dims in it, nat[] that order) from a source compact in
- * src_order (the same labels): fills shape, nat, out's strides so and the
- * source's s0, plans it into p; returns the elements. */
-static int64_t labelled_copy(const char *out_order, const char *src_order,
-                             int64_t *shape, int *nat, int64_t *so,
-                             int64_t *s0, eb_perm *p)
+/* A float64 copy (mul 0) or multiply (mul 1) over dims of 3 labelled by
+ * out_order (out compact in that order, box dims in it, nat[] that
+ * order) from a source compact in src_order (the same labels; the
+ * multiply's x1, its x0 laid out as out): fills shape, nat, out's strides
+ * so and the source's ss, plans it into p; returns the elements. */
+static int64_t labelled(const char *out_order, const char *src_order,
+                        int mul, int64_t *shape, int *nat, int64_t *so,
+                        int64_t *ss, eb_perm *p)
 {
     int r = (int)strlen(out_order), src[EB_MAX_RANK];
     for (int d = 0; d < r; d++) {
@@ -908,8 +909,11 @@ static int64_t labelled_copy(const char *out_order, const char *src_order,
         src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
     }
     int64_t n = strides_in_order(r, shape, nat, 1, so);
-    strides_in_order(r, shape, src, 1, s0);
-    eb_perm_plan_dt(p, EB_F64, r, shape, so, s0, NULL);
+    strides_in_order(r, shape, src, 1, ss);
+    if (mul)
+        eb_perm_plan_dt(p, EB_F64, r, shape, so, so, ss);
+    else
+        eb_perm_plan_dt(p, EB_F64, r, shape, so, ss, NULL);
     return n;
 }
 
@@ -924,8 +928,8 @@ static void test_runs_big_shared(eb_team *team)
     int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
     eb_perm p;
-    int64_t n = labelled_copy("wslquhigdyneob", "higdyneoqsbluw", shape, nat,
-                              so, s0, &p);
+    int64_t n = labelled("wslquhigdyneob", "higdyneoqsbluw", 0, shape, nat, so,
+                         s0, &p);
     EB_CHECK(p.mode == EB_PERM_RUNS && out_run_bytes(&p) >= 2048,
              "a big RUNS copy with a dim in both runs writes out in runs "
              "of 2 KiB or more (mode %d run %lld bytes)", p.mode,
@@ -946,18 +950,11 @@ static void test_runs_big_shared(eb_team *team)
 static void test_runs_big_short_t(eb_team *team)
 {
     enum { R = 14 };
-    const char *out_order = "fyinexhrovpqsb", *src_order = "ixnopqrybesvhf";
-    int nat[R], src[R];
+    int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s1[EB_MAX_RANK];
-    for (int d = 0; d < R; d++) {
-        shape[d] = 3;
-        nat[d] = d;
-        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
-    }
-    int64_t n = strides_in_order(R, shape, nat, 1, so);
-    strides_in_order(R, shape, src, 1, s1);
     eb_perm p;
-    eb_perm_plan_dt(&p, EB_F64, R, shape, so, so, s1);
+    int64_t n = labelled("fyinexhrovpqsb", "ixnopqrybesvhf", 1, shape, nat, so,
+                         s1, &p);
     int64_t trun = 1;
     for (int k = 0; p.mode == EB_PERM_RUNS && k < p.nrun; k++)
         trun *= p.block[p.run[k]];
@@ -983,18 +980,11 @@ static void test_runs_big_short_t(eb_team *team)
 static void test_generic_big_tile(eb_team *team)
 {
     enum { R = 14 };
-    const char *out_order = "qfgheinoxdryvs", *src_order = "vrxgidneyhqofs";
-    int nat[R], src[R];
+    int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s1[EB_MAX_RANK];
-    for (int d = 0; d < R; d++) {
-        shape[d] = 3;
-        nat[d] = d;
-        src[d] = (int)(strchr(out_order, src_order[d]) - out_order);
-    }
-    int64_t n = strides_in_order(R, shape, nat, 1, so);
-    strides_in_order(R, shape, src, 1, s1);
     eb_perm p;
-    eb_perm_plan_dt(&p, EB_F64, R, shape, so, so, s1);
+    int64_t n = labelled("qfgheinoxdryvs", "vrxgidneyhqofs", 1, shape, nat, so,
+                         s1, &p);
     int64_t tile = 1;
     for (int d = 0; d < p.rank; d++)
         tile *= p.block[d];
@@ -1021,8 +1011,8 @@ static void test_runs_short_rows(eb_team *team)
     int nat[R];
     int64_t shape[R], so[EB_MAX_RANK], s0[EB_MAX_RANK];
     eb_perm p;
-    int64_t n = labelled_copy("nodqrgybesvhf", "bqfghenodryvs", shape, nat,
-                              so, s0, &p);
+    int64_t n = labelled("nodqrgybesvhf", "bqfghenodryvs", 0, shape, nat, so,
+                         s0, &p);
     int64_t row = 1;
     for (int k = 0; p.mode == EB_PERM_RUNS && k < p.norun; k++)
         row *= p.block[p.orun[k]];
