@@ -7,6 +7,7 @@
 
 #include "blas.h"
 #include "gemm512.h"
+#include "vecstream.h"
 
 /* Batches of matrices at most this many multiply-adds go to the engine's own
  * small-GEMM kernel instead of one BLAS call each: below it, a BLAS call's
@@ -1823,10 +1824,155 @@ static eb_view widened(const eb_view *v, int l, const int64_t *label_size)
     return w;
 }
 
-eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
-                                const int *keep, int nkeep,
-                                const int64_t *label_size, eb_dtype dt,
-                                eb_plan *p, eb_error *err)
+/*
+ * The streamed vector-batch GEMM (eb_plan.vs, vecstream.h) for eager's
+ * GEMM step p: where an operand Y of at least VS_MIN_OPERAND elements has
+ * batch labels as its innermost ones, a run of at least VS_MIN_L elements
+ * at unit stride (with at most a quarter of the vectors' lanes idle),
+ * the kernel reads Y in place along that run, and the other operand
+ * packed with the run innermost (at most VS_MAX_PACK bytes: it is read
+ * from L2 for every column of Y) into C', which one permutation puts
+ * into C. Taken where that moves at most two thirds of what p moves,
+ * counting C' as moved: gm_queen's eager hwscrilmuq,frphigdyneoqsbluw->
+ * wsclmuqfpgdyneob (243 x (9 x 19683 x 27), B of 129 M elements
+ * permuted whole, then C) moved 172 M elements, here 51 M of C' and
+ * 43 M of C (a scratch program: the kernel 116 ms, the put 49, against
+ * 267 for the step). Only where the AVX-512 kernel runs (not under
+ * Valgrind): the portable loops are for the tests.
+ */
+enum { VS_MIN_OPERAND = 1 << 20, VS_MIN_L = 8, VS_MAX_PACK = 640 << 10 };
+#ifndef VS_STREAM_MIN_BYTES
+#define VS_STREAM_MIN_BYTES (24 << 20)
+#endif
+
+static void vs_dims(const group *g, const axes *x, const axes *y,
+                    const int64_t *label_size, int64_t *shape,
+                    int64_t (*stride)[EB_MAX_RANK])
+{
+    for (int q = 0; q < g->n; q++) {
+        shape[q] = label_size[g->id[q]];
+        stride[0][q] = stride_of(x, g->id[q]);
+        stride[1][q] = stride_of(y, g->id[q]);
+    }
+}
+
+static void plan_vs(const eb_view *a, const eb_view *b, const int *keep,
+                    int nkeep, const int64_t *label_size, eb_plan *p)
+{
+    if (p->dt != EB_F64 || !eb_vs_avx512())
+        return;
+    axes ax[2];
+    merge_view(a, &ax[0]);
+    merge_view(b, &ax[1]);
+    group gb, gm, gk, gn, sum[2];
+    classify(ax, 1, keep, nkeep, &gb, &gm, &gk, &gn, sum);
+    if (sum[0].n || sum[1].n || gk.n == 0)
+        return;
+    for (int s = 0; s < 2; s++)
+        for (int q = 0; q < ax[s].n; q++)
+            if (ax[s].stride[q] <= 0)
+                return; /* broadcast (a widened view) */
+    int64_t moved = eb_plan_moved(p);
+    for (int y = 0; y < 2; y++) {
+        const axes *Y = &ax[y], *X = &ax[1 - y];
+        if (Y->elems < VS_MIN_OPERAND)
+            continue;
+        /* The lanes: Y's labels by increasing stride from 1 while each
+         * is a batch label whose stride continues the run. */
+        group lanes = {0};
+        int64_t L = 1;
+        for (int found = 1; found;) {
+            found = 0;
+            for (int q = 0; q < Y->n && !found; q++)
+                if (Y->stride[q] == L && find(gb.id, gb.n, Y->id[q]) >= 0) {
+                    for (int i = lanes.n; i > 0; i--)
+                        lanes.id[i] = lanes.id[i - 1];
+                    lanes.id[0] = Y->id[q];
+                    lanes.n++;
+                    L *= Y->size[q];
+                    found = 1;
+                }
+        }
+        int64_t Lp = (L + 7) / 8 * 8;
+        if (L < VS_MIN_L || 4 * L < 3 * Lp)
+            continue;
+        for (int q = 0; q < Y->n; q++)
+            if (find(lanes.id, lanes.n, Y->id[q]) < 0 && Y->stride[q] < L)
+                L = 0; /* another label inside the run */
+        if (!L)
+            continue;
+        group t = group_filter(&gb, &lanes, 0), gr, fx, fy, ko;
+        order_by(&t, Y, &gr);
+        axes c;
+        keep_axes(keep, nkeep, label_size, &c);
+        order_by(y ? &gm : &gn, &c, &fx);
+        order_by(y ? &gn : &gm, Y, &fy);
+        order_by(&gk, Y, &ko);
+        int64_t R = group_size(&gr, label_size),
+                M = group_size(&fx, label_size),
+                N = group_size(&fy, label_size),
+                K = group_size(&ko, label_size);
+        int64_t pack = R * K * M * Lp, cp = R * M * N * Lp;
+        if (pack * (int64_t)sizeof(double) > VS_MAX_PACK ||
+            3 * (pack + c.elems + cp) > 2 * moved)
+            continue;
+        plan_reset(p);
+        p->kind = EB_KIND_VEC_GEMM;
+        p->vw = 0;
+        p->vs = 1;
+        p->vs_y = y;
+        p->vs_L = L;
+        p->vs_Lp = Lp;
+        p->vs_R = R;
+        p->vs_M = M;
+        p->vs_N = N;
+        p->vs_pack = pack;
+        p->vs_cp = cp;
+        p->vs_tab = 2 * R + 2 * K + N + M + L;
+        p->vs_stream = cp * (int64_t)sizeof(double) > VS_STREAM_MIN_BYTES;
+        p->K1 = 1;
+        p->post = 0;
+        p->out_rank = nkeep;
+        memcpy(p->out_ids, keep, (size_t)nkeep * sizeof(int));
+        p->out_elems = c.elems;
+        p->tmp_elems = 8 + pack + cp + p->vs_tab;
+        p->bp_moved = pack + c.elems;
+        p->nb = gr.n;
+        vs_dims(&gr, X, Y, label_size, p->bshape, p->bstride);
+        const group *gs[3] = {&fx, &fy, &ko};
+        for (int g = 0; g < 3; g++) {
+            p->vdims[g] = gs[g]->n;
+            vs_dims(gs[g], X, Y, label_size, p->vshape[g], p->vstride[g]);
+        }
+        p->cp_dims = lanes.n;
+        vs_dims(&lanes, X, Y, label_size, p->cp_dshape, p->cp_dstride);
+        /* The put: C'[r][m][n][x] (each group row-major in its order,
+         * the lanes at their strides in Y) into C. */
+        int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sx[EB_MAX_RANK];
+        const group *all[4] = {&gr, &fx, &fy, &lanes};
+        int64_t span[4] = {M * N * Lp, N * Lp, Lp, 1};
+        int rank = 0;
+        for (int g = 0; g < 4; g++) {
+            int64_t st = span[g];
+            for (int q = all[g]->n - 1; q >= 0; q--) {
+                int l = all[g]->id[q];
+                shape[rank] = label_size[l];
+                so[rank] = stride_of(&c, l);
+                sx[rank] = g == 3 ? stride_of(Y, l) : st;
+                st *= label_size[l];
+                rank++;
+            }
+        }
+        eb_perm_plan(&p->ew, rank, shape, so, sx, NULL);
+        return;
+    }
+}
+
+/* eb_contract_plan_peel without the streamed form. */
+static eb_status plan_peel(const eb_view *a, const eb_view *b,
+                           const int *keep, int nkeep,
+                           const int64_t *label_size, eb_dtype dt,
+                           eb_plan *p, eb_error *err)
 {
     eb_status st = eb_contract_plan(a, b, keep, nkeep, 1, label_size, dt, p,
                                     err);
@@ -1931,4 +2077,15 @@ eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
             *p = q;
     }
     return EB_OK;
+}
+
+eb_status eb_contract_plan_peel(const eb_view *a, const eb_view *b,
+                                const int *keep, int nkeep,
+                                const int64_t *label_size, eb_dtype dt,
+                                eb_plan *p, eb_error *err)
+{
+    eb_status st = plan_peel(a, b, keep, nkeep, label_size, dt, p, err);
+    if (!st && b)
+        plan_vs(a, b, keep, nkeep, label_size, p);
+    return st;
 }

@@ -15,6 +15,7 @@
 #include "gemm512.h"
 #include "team.h"
 #include "vec512.h"
+#include "vecstream.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -1137,6 +1138,73 @@ static void run_chunked(const eb_plan *p, const void *a, const void *b,
     cnt->permuted_elems += p->bp_moved;
 }
 
+/* Offsets of nd dims (outermost first) at these strides, row-major. */
+static void dims_offsets(int nd, const int64_t *shape, const int64_t *stride,
+                         int64_t *out)
+{
+    int64_t len = 1;
+    out[0] = 0;
+    for (int d = 0; d < nd; d++) {
+        for (int64_t e = len - 1; e >= 0; e--)
+            for (int64_t i = shape[d] - 1; i >= 0; i--)
+                out[e * shape[d] + i] = out[e] + i * stride[d];
+        len *= shape[d];
+    }
+}
+
+typedef struct {
+    const eb_vs *g;
+    const double *xp, *y;
+    double *cp;
+} vs_job;
+
+/* Part of the streamed vector-batch GEMM: its share of C''s columns, in
+ * whole blocks of EB_VS_NB. */
+static void vs_part(void *arg, int part, int nparts)
+{
+    const vs_job *j = arg;
+    int64_t blocks = (j->g->N + EB_VS_NB - 1) / EB_VS_NB;
+    long long lo, hi;
+    eb_team_split(blocks, part, nparts, &lo, &hi);
+    int64_t n1 = hi * EB_VS_NB < j->g->N ? hi * EB_VS_NB : j->g->N;
+    eb_vs_gemm(j->g, j->xp, j->y, j->cp, lo * EB_VS_NB, n1, 0);
+}
+
+/* The streamed vector-batch GEMM (eb_plan.vs): X packed, Y read in place
+ * into C', C' put into C. */
+static void run_vs(const eb_plan *p, const void *a, const void *b, void *c,
+                   void *tmp, eb_team *team, eb_exec_counters *cnt)
+{
+    const double *x = p->vs_y ? a : b, *y = p->vs_y ? b : a;
+    double *xp = (double *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
+    double *cp = xp + p->vs_pack;
+    int64_t *yr = (int64_t *)(cp + p->vs_cp), *yk = yr + p->vs_R,
+            *yn = yk + p->K, *xr = yn + p->vs_N, *xk = xr + p->vs_R,
+            *xm = xk + p->K, *xl = xm + p->vs_M;
+    dims_offsets(p->nb, p->bshape, p->bstride[1], yr);
+    dims_offsets(p->nb, p->bshape, p->bstride[0], xr);
+    dims_offsets(p->vdims[2], p->vshape[2], p->vstride[2][1], yk);
+    dims_offsets(p->vdims[2], p->vshape[2], p->vstride[2][0], xk);
+    dims_offsets(p->vdims[1], p->vshape[1], p->vstride[1][1], yn);
+    dims_offsets(p->vdims[0], p->vshape[0], p->vstride[0][0], xm);
+    dims_offsets(p->cp_dims, p->cp_dshape, p->cp_dstride[0], xl);
+    eb_vs g = {.L = p->vs_L, .Lp = p->vs_Lp, .R = p->vs_R, .M = p->vs_M,
+               .N = p->vs_N, .K = p->K, .yr = yr, .yk = yk, .yn = yn,
+               .stream = p->vs_stream};
+    eb_vs_pack(&g, x, xr, xk, xm, xl, xp);
+    vs_job j = {.g = &g, .xp = xp, .y = y, .cp = cp};
+    double work = (double)p->nbatch * (double)p->M * (double)p->N *
+                  (double)p->K;
+    int64_t blocks = (g.N + EB_VS_NB - 1) / EB_VS_NB;
+    int n = eb_team_size(team);
+    if (n > 1 && blocks > 1 && work >= PARALLEL_MIN_WORK)
+        team_product(team, n < blocks ? n : (int)blocks, vs_part, &j, work);
+    else
+        vs_part(&j, 0, 1);
+    eb_perm_exec(&p->ew, cp, NULL, c, team);
+    cnt->permuted_elems += p->bp_moved;
+}
+
 void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
                       void *prep0, void *prep1, void *tmp, void *out,
                       eb_team *team, eb_exec_counters *cnt)
@@ -1162,6 +1230,10 @@ void eb_contract_exec(const eb_plan *p, const void *a, const void *b,
     }
     if (p->cp) {
         run_chunked(p, a, b, out, tmp, team, cnt);
+        return;
+    }
+    if (p->vs) {
+        run_vs(p, a, b, out, tmp, team, cnt);
         return;
     }
     if (p->kind == EB_KIND_VEC_GEMM) {

@@ -13,6 +13,7 @@
 #include "gemm512.h"
 #include "kernels.h"
 #include "trace.h"
+#include "vecstream.h"
 
 typedef struct {
     const char *fs, *sizes;
@@ -389,6 +390,27 @@ static const case_t cases[] = {
     {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=22,b=4,R=3", EB_KIND_SMALL_GEMM, 0},
     {"pab,NaQbR->NQRp", "p=2,N=1025,a=4,Q=16,b=4,R=4", EB_KIND_SMALL_GEMM, 0},
     {"pab,NaQbR->NQRp", "p=3,N=1024,a=4,Q=13,b=4,R=5", EB_KIND_SMALL_GEMM, 0},
+    /* The streamed vector-batch GEMM (eb_plan.vs, where the AVX-512 kernel
+     * runs): eager's large operand whose innermost labels are batch
+     * labels, read in place along them: gm_queen's step 148 on fewer
+     * labels (lanes l u w, 27 of 32 used; r = q s; 9 rows m = c m), A as
+     * the large operand (lanes of one label, 13 of 16; 3 rows; no other
+     * batch; 70 columns: the last block of one), lanes of two labels that
+     * fill a vector with two other batch elements, 2 rows and columns
+     * split over the threads. Kinds and preparations vary with the CPU. */
+    {"hwscrilmuq,frpyhiqsbluw->wsclmuqfpyb",
+     "h=3,w=3,s=3,c=3,r=3,i=3,l=3,m=3,u=3,q=3,f=5,p=7,y=4,b=3", -1, -1},
+    {"pkqx,mkx->qmxp", "p=60,k=20,q=70,x=13,m=3", -1, -1},
+    {"kKrmuw,nkjKruw->nrjmuw", "k=4,K=3,r=2,m=2,u=4,w=2,n=683,j=8", -1, -1},
+};
+
+/* The cases above that eager runs as the streamed vector-batch GEMM
+ * where its AVX-512 kernel runs (eb_plan.vs). */
+static const char *const streamed[][2] = {
+    {"hwscrilmuq,frpyhiqsbluw->wsclmuqfpyb",
+     "h=3,w=3,s=3,c=3,r=3,i=3,l=3,m=3,u=3,q=3,f=5,p=7,y=4,b=3"},
+    {"pkqx,mkx->qmxp", "p=60,k=20,q=70,x=13,m=3"},
+    {"kKrmuw,nkjKruw->nrjmuw", "k=4,K=3,r=2,m=2,u=4,w=2,n=683,j=8"},
 };
 
 /* The cases above that eager runs with a blocked preparation (eb_plan.bp;
@@ -464,6 +486,16 @@ static void test_cases(void)
             EB_CHECK(d.plan.cp == is_chunked(&cases[c]),
                      "%s (%s): chunked preparation %d", cases[c].fs,
                      cases[c].sizes, d.plan.cp);
+            int vs = listed(&cases[c], streamed,
+                            sizeof streamed / sizeof streamed[0]) &&
+                     eb_vs_avx512();
+            EB_CHECK(d.plan.vs == vs && (!vs || (d.plan.kind ==
+                                                     EB_KIND_VEC_GEMM &&
+                                                 !d.plan.prep[0] &&
+                                                 !d.plan.prep[1])),
+                     "%s (%s): streamed %d (%s), want %d", cases[c].fs,
+                     cases[c].sizes, d.plan.vs, eb_kind_name(d.plan.kind),
+                     vs);
             int prep = cases[c].kind == KIND_SKINNY && eb_contract_own_wider()
                            ? 0
                            : cases[c].prep;
