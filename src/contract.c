@@ -1856,6 +1856,56 @@ static void vs_dims(const group *g, const axes *x, const axes *y,
     }
 }
 
+/* The lanes of Y: its labels by increasing stride from 1 while each is
+ * a batch label (of gb) whose stride continues the run, outermost first.
+ * Returns the run's length L, or 0 when another label of Y lies inside
+ * the run. */
+static int64_t vs_lanes(const axes *Y, const group *gb, group *lanes)
+{
+    lanes->n = 0;
+    int64_t L = 1;
+    int q = 0;
+    while (q < Y->n) {
+        for (q = 0; q < Y->n; q++)
+            if (Y->stride[q] == L && find(gb->id, gb->n, Y->id[q]) >= 0)
+                break;
+        if (q == Y->n)
+            break;
+        for (int i = lanes->n; i > 0; i--)
+            lanes->id[i] = lanes->id[i - 1];
+        lanes->id[0] = Y->id[q];
+        lanes->n++;
+        L *= Y->size[q];
+    }
+    for (q = 0; q < Y->n; q++)
+        if (find(lanes->id, lanes->n, Y->id[q]) < 0 && Y->stride[q] < L)
+            return 0;
+    return L;
+}
+
+/* The put of a streamed plan: C'[r][m][n][x] (each group row-major in
+ * its order, the lanes at their strides in Y) into C, as ew. */
+static void vs_put(const group *const *g, const axes *Y, const axes *c,
+                   const int64_t *label_size, eb_plan *p)
+{
+    int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sx[EB_MAX_RANK];
+    int64_t span[4] = {p->vs_M * p->vs_N * p->vs_Lp, p->vs_N * p->vs_Lp,
+                       p->vs_Lp, 1};
+    int rank = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t st = span[i];
+        for (int q = g[i]->n - 1; q >= 0; q--) {
+            int l = g[i]->id[q];
+            shape[rank] = label_size[l];
+            so[rank] = stride_of(c, l);
+            sx[rank] = i == 3 ? stride_of(Y, l) : st;
+            st *= label_size[l];
+            rank++;
+        }
+    }
+    eb_perm_plan(&p->ew, rank, shape, so, sx, NULL);
+}
+
 static void plan_vs(const eb_view *a, const eb_view *b, const int *keep,
                     int nkeep, const int64_t *label_size, eb_plan *p)
 {
@@ -1875,31 +1925,11 @@ static void plan_vs(const eb_view *a, const eb_view *b, const int *keep,
     int64_t moved = eb_plan_moved(p);
     for (int y = 0; y < 2; y++) {
         const axes *Y = &ax[y], *X = &ax[1 - y];
-        if (Y->elems < VS_MIN_OPERAND)
-            continue;
-        /* The lanes: Y's labels by increasing stride from 1 while each
-         * is a batch label whose stride continues the run. */
-        group lanes = {0};
-        int64_t L = 1;
-        for (int found = 1; found;) {
-            found = 0;
-            for (int q = 0; q < Y->n && !found; q++)
-                if (Y->stride[q] == L && find(gb.id, gb.n, Y->id[q]) >= 0) {
-                    for (int i = lanes.n; i > 0; i--)
-                        lanes.id[i] = lanes.id[i - 1];
-                    lanes.id[0] = Y->id[q];
-                    lanes.n++;
-                    L *= Y->size[q];
-                    found = 1;
-                }
-        }
-        int64_t Lp = (L + 7) / 8 * 8;
+        group lanes;
+        int64_t L = Y->elems >= VS_MIN_OPERAND ? vs_lanes(Y, &gb, &lanes)
+                                               : 0,
+                Lp = (L + 7) / 8 * 8;
         if (L < VS_MIN_L || 4 * L < 3 * Lp)
-            continue;
-        for (int q = 0; q < Y->n; q++)
-            if (find(lanes.id, lanes.n, Y->id[q]) < 0 && Y->stride[q] < L)
-                L = 0; /* another label inside the run */
-        if (!L)
             continue;
         group t = group_filter(&gb, &lanes, 0), gr, fx, fy, ko;
         order_by(&t, Y, &gr);
@@ -1939,31 +1969,16 @@ static void plan_vs(const eb_view *a, const eb_view *b, const int *keep,
         p->bp_moved = pack + c.elems;
         p->nb = gr.n;
         vs_dims(&gr, X, Y, label_size, p->bshape, p->bstride);
-        const group *gs[3] = {&fx, &fy, &ko};
+        const group *gs[4] = {&gr, &fx, &fy, &ko};
         for (int g = 0; g < 3; g++) {
-            p->vdims[g] = gs[g]->n;
-            vs_dims(gs[g], X, Y, label_size, p->vshape[g], p->vstride[g]);
+            p->vdims[g] = gs[g + 1]->n;
+            vs_dims(gs[g + 1], X, Y, label_size, p->vshape[g],
+                    p->vstride[g]);
         }
         p->cp_dims = lanes.n;
         vs_dims(&lanes, X, Y, label_size, p->cp_dshape, p->cp_dstride);
-        /* The put: C'[r][m][n][x] (each group row-major in its order,
-         * the lanes at their strides in Y) into C. */
-        int64_t shape[EB_MAX_RANK], so[EB_MAX_RANK], sx[EB_MAX_RANK];
-        const group *all[4] = {&gr, &fx, &fy, &lanes};
-        int64_t span[4] = {M * N * Lp, N * Lp, Lp, 1};
-        int rank = 0;
-        for (int g = 0; g < 4; g++) {
-            int64_t st = span[g];
-            for (int q = all[g]->n - 1; q >= 0; q--) {
-                int l = all[g]->id[q];
-                shape[rank] = label_size[l];
-                so[rank] = stride_of(&c, l);
-                sx[rank] = g == 3 ? stride_of(Y, l) : st;
-                st *= label_size[l];
-                rank++;
-            }
-        }
-        eb_perm_plan(&p->ew, rank, shape, so, sx, NULL);
+        const group *put[4] = {&gr, &fx, &fy, &lanes};
+        vs_put(put, Y, &c, label_size, p);
         return;
     }
 }
