@@ -120,7 +120,7 @@ gemm_avx512(const eb_vs *g, const double *xp, const double *y, double *cp,
             int64_t n0, int64_t n1)
 {
     int64_t Lp = g->Lp, M = g->M, N = g->N, K = g->K, sxk = M * Lp;
-    /* Rows per register block: M in blocks of at most MB_MAX, even. */
+    /* Rows per register block: M in balanced blocks of at most MB_MAX. */
     int64_t nmb = (M + MB_MAX - 1) / MB_MAX, mb = (M + nmb - 1) / nmb;
     for (int64_t n = n0; n < n1; n += EB_VS_NB) {
         int nz = n1 - n < EB_VS_NB ? (int)(n1 - n) : EB_VS_NB;

@@ -18,8 +18,9 @@
  * the caller (permute.h). Blocks of 3 columns n by up to 9 rows m of C'
  * per chunk of 8 lanes stay in registers over all of K; Y's lines for
  * the next block are prefetched into L2 while a block computes, spread
- * over its (r, chunk) iterations (a burst at the block's start, or no
- * prefetch, left Y's 27 streams at a third of the read bandwidth).
+ * over its (r, chunk) iterations (on gm_queen's step, without stores, a
+ * scratch copy took 224-243 ms with a burst at each block's start or no
+ * prefetch, 99-106 spread; docs/bench.md, "Thirty-fifth round").
  */
 #ifndef EB_VECSTREAM_H
 #define EB_VECSTREAM_H
