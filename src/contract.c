@@ -1956,16 +1956,13 @@ static void plan_vs(const eb_view *a, const eb_view *b, const int *keep,
         p->vs_R = R;
         p->vs_M = M;
         p->vs_N = N;
-        p->vs_pack = pack;
-        p->vs_cp = cp;
-        p->vs_tab = 2 * R + 2 * K + N + M + L;
         p->vs_stream = cp * (int64_t)sizeof(double) > VS_STREAM_MIN_BYTES;
         p->K1 = 1;
         p->post = 0;
         p->out_rank = nkeep;
         memcpy(p->out_ids, keep, (size_t)nkeep * sizeof(int));
         p->out_elems = c.elems;
-        p->tmp_elems = 8 + pack + cp + p->vs_tab;
+        p->tmp_elems = 8 + pack + cp + 2 * R + 2 * K + N + M + L;
         p->bp_moved = pack + c.elems;
         p->nb = gr.n;
         vs_dims(&gr, X, Y, label_size, p->bshape, p->bstride);

@@ -135,18 +135,19 @@ typedef struct {
      * the kind is then EB_KIND_VEC_GEMM with vw 0): when vs is set,
      * operand Y = vs_y holds a run of vs_L batch elements at unit stride
      * and vecstream.h's kernel reads it in place into C' (rows of vs_Lp
-     * lanes; vs_cp elements), ew permutes C' into C. tmp holds 8 doubles
-     * of slack (C' and X' are 64-byte aligned in it), X' (vs_pack
-     * elements), C', then offset tables (R + K + N for Y, R + K + M + L
-     * for X: vs_tab int64s). The groups' dims, outermost first, with
-     * strides in X [0] and Y [1] (0 where absent): the other batch labels
-     * (vs_R elements) in nb, bshape, bstride; X's free labels (vs_M), Y's
+     * lanes), ew permutes C' into C. tmp holds 8 doubles of slack (C'
+     * and X' are 64-byte aligned in it), X' (vs_R K vs_M vs_Lp
+     * elements), C' (vs_R vs_M vs_N vs_Lp), then offset tables (R + K +
+     * N int64s for Y, R + K + M + L for X). The groups' dims, outermost
+     * first, with strides in X [0] and Y [1] (0 where absent): the other
+     * batch labels (vs_R elements) in nb, bshape, bstride; X's free
+     * labels (vs_M), Y's
      * free labels (vs_N) and the contracted ones (K) in vdims[0..2],
      * vshape, vstride; the lanes (Y's innermost, in its order) in
      * cp_dims, cp_dshape, cp_dstride. vs_stream: C' is stored
      * non-temporal (larger than the last-level cache). */
     int vs, vs_y, vs_stream;
-    int64_t vs_L, vs_Lp, vs_R, vs_M, vs_N, vs_pack, vs_cp, vs_tab;
+    int64_t vs_L, vs_Lp, vs_R, vs_M, vs_N;
     /* Batch dims and per-operand strides (0: A, 1: B, 2: C). */
     int nb;
     int64_t bshape[EB_MAX_RANK];

@@ -619,19 +619,25 @@ static void xform(const eb_plan *p, const eb_xform *x, const void *in,
     eb_kern_xform(x, in, out, team);
 }
 
+/* Offsets of nd dims (outermost first) at these strides, row-major. */
+static void dims_offsets(int nd, const int64_t *shape, const int64_t *stride,
+                         int64_t *out)
+{
+    int64_t len = 1;
+    out[0] = 0;
+    for (int d = 0; d < nd; d++) {
+        for (int64_t e = len - 1; e >= 0; e--)
+            for (int64_t i = shape[d] - 1; i >= 0; i--)
+                out[e * shape[d] + i] = out[e] + i * stride[d];
+        len *= shape[d];
+    }
+}
+
 /* Offsets of the dims of group g (row-major over vshape[g]) in stride
  * set s: out gets the product of the group's shape entries. */
 static void vec_offsets(const eb_plan *p, int g, int s, int64_t *out)
 {
-    int64_t len = 1;
-    out[0] = 0;
-    for (int d = 0; d < p->vdims[g]; d++) {
-        int64_t n = p->vshape[g][d], st = p->vstride[g][s][d];
-        for (int64_t e = len - 1; e >= 0; e--)
-            for (int64_t i = n - 1; i >= 0; i--)
-                out[e * n + i] = out[e] + i * st;
-        len *= n;
-    }
+    dims_offsets(p->vdims[g], p->vshape[g], p->vstride[g][s], out);
 }
 
 typedef struct {
@@ -1138,20 +1144,6 @@ static void run_chunked(const eb_plan *p, const void *a, const void *b,
     cnt->permuted_elems += p->bp_moved;
 }
 
-/* Offsets of nd dims (outermost first) at these strides, row-major. */
-static void dims_offsets(int nd, const int64_t *shape, const int64_t *stride,
-                         int64_t *out)
-{
-    int64_t len = 1;
-    out[0] = 0;
-    for (int d = 0; d < nd; d++) {
-        for (int64_t e = len - 1; e >= 0; e--)
-            for (int64_t i = shape[d] - 1; i >= 0; i--)
-                out[e * shape[d] + i] = out[e] + i * stride[d];
-        len *= shape[d];
-    }
-}
-
 typedef struct {
     const eb_vs *g;
     const double *xp, *y;
@@ -1177,16 +1169,17 @@ static void run_vs(const eb_plan *p, const void *a, const void *b, void *c,
 {
     const double *x = p->vs_y ? a : b, *y = p->vs_y ? b : a;
     double *xp = (double *)(((uintptr_t)tmp + 63) & ~(uintptr_t)63);
-    double *cp = xp + p->vs_pack;
-    int64_t *yr = (int64_t *)(cp + p->vs_cp), *yk = yr + p->vs_R,
+    double *cp = xp + p->vs_R * p->K * p->vs_M * p->vs_Lp;
+    int64_t *yr = (int64_t *)(cp + p->vs_R * p->vs_M * p->vs_N * p->vs_Lp),
+            *yk = yr + p->vs_R,
             *yn = yk + p->K, *xr = yn + p->vs_N, *xk = xr + p->vs_R,
             *xm = xk + p->K, *xl = xm + p->vs_M;
     dims_offsets(p->nb, p->bshape, p->bstride[1], yr);
     dims_offsets(p->nb, p->bshape, p->bstride[0], xr);
-    dims_offsets(p->vdims[2], p->vshape[2], p->vstride[2][1], yk);
-    dims_offsets(p->vdims[2], p->vshape[2], p->vstride[2][0], xk);
-    dims_offsets(p->vdims[1], p->vshape[1], p->vstride[1][1], yn);
-    dims_offsets(p->vdims[0], p->vshape[0], p->vstride[0][0], xm);
+    vec_offsets(p, 2, 1, yk);
+    vec_offsets(p, 2, 0, xk);
+    vec_offsets(p, 1, 1, yn);
+    vec_offsets(p, 0, 0, xm);
     dims_offsets(p->cp_dims, p->cp_dshape, p->cp_dstride[0], xl);
     eb_vs g = {.L = p->vs_L, .Lp = p->vs_Lp, .R = p->vs_R, .M = p->vs_M,
                .N = p->vs_N, .K = p->K, .yr = yr, .yk = yk, .yn = yn,
